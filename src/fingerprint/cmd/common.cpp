@@ -1,0 +1,114 @@
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/digest/cache.hpp>
+#include <fingerprint/digest/engine.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace fingerprint::cmd {
+
+void
+print_error(Context& context, std::string_view message)
+{
+  std::string line = "fingerprint: ";
+  line += message;
+  line += '\n';
+  std::fputs(line.c_str(), context.err);
+}
+
+void
+print_warning(Context& context, std::string_view message)
+{
+  print_error(context, "warning: " + std::string(message));
+}
+
+void
+report_problems(Context& context, const std::string& store_root, const std::vector<store::LogProblem>& problems)
+{
+  for (const auto& problem : problems) {
+    std::string where = store_root + "/" + problem.file;
+    if (problem.line > 0) {
+      where += ":" + std::to_string(problem.line);
+    }
+    print_warning(context, where + ": skipped: " + problem.message);
+  }
+}
+
+Expected<std::string>
+store_path(const Args& args)
+{
+  if (auto store = args.value("store")) {
+    if (store->empty()) {
+      return Error{"--store: empty path"};
+    }
+    return *store;
+  }
+  if (const char* dir = std::getenv("FINGERPRINT_DIR"); dir != nullptr && *dir != '\0') {
+    return std::string(dir);
+  }
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/fingerprint";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.local/share/fingerprint";
+  }
+  return Error{"no store: give --store DIR or set FINGERPRINT_DIR (HOME is not set either)"};
+}
+
+Expected<digest::Algorithm>
+algorithm_option(const Args& args)
+{
+  const auto name = args.value("algorithm");
+  if (!name) {
+    return digest::k_default_algorithm;
+  }
+  if (auto algorithm = digest::parse_algorithm(*name)) {
+    return *algorithm;
+  }
+  return Error{"--algorithm: unknown algorithm '" + *name + "' (known: sha256, sha512, sha1, md5, blake2b512)"};
+}
+
+Expected<store::DigestKey>
+resolve_artifact(const std::string& argument, digest::Algorithm algorithm)
+{
+  if (store::looks_like_digest_key(argument)) {
+    return store::parse_digest_key(argument);
+  }
+  digest::Hasher hasher(algorithm);
+  const digest::DigestCache cache(digest::DigestCache::default_directory());
+  auto file = digest::digest_path(hasher, argument, &cache);
+  if (!file) {
+    return file.error();
+  }
+  return store::DigestKey{algorithm, std::move(file->hex)};
+}
+
+std::string
+absolute_path(const std::string& path)
+{
+  std::error_code error;
+  auto absolute = std::filesystem::absolute(path, error);
+  if (error) {
+    return path;
+  }
+  std::string normal = absolute.lexically_normal().string();
+  if (normal.size() > 1 && normal.back() == '/') {
+    normal.pop_back(); // "/a/b/." normalizes to "/a/b/"
+  }
+  return normal;
+}
+
+nlohmann::ordered_json
+event_json(const store::Event& event)
+{
+  // The same fields in the same order as on disk, from the one serializer.
+  return nlohmann::ordered_json::parse(store::serialize(event));
+}
+
+void
+write_out(Context& context, std::string_view text)
+{
+  std::fwrite(text.data(), 1, text.size(), context.out);
+}
+
+} // namespace fingerprint::cmd

@@ -1,0 +1,52 @@
+#pragma once
+
+// What the subcommands share: error reporting, finding the store, turning a
+// FILE|DIGEST argument into a key, and events as JSON.
+
+#include <fingerprint/cmd/args.hpp>
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/store/digest_key.hpp>
+#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/event.hpp>
+#include <fingerprint/util/expected.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fingerprint::cmd {
+
+// Options every subcommand accepts.
+inline constexpr OptionSpec k_store_option{"store", OptionKind::value, "DIR", "the fingerprint store"};
+inline constexpr OptionSpec k_help_option{"help", OptionKind::flag, {}, "show this command's help"};
+
+// "fingerprint: <message>" on standard error.
+void print_error(Context& context, std::string_view message);
+void print_warning(Context& context, std::string_view message);
+
+// Prints one warning per unreadable line met while answering.
+void report_problems(Context& context, const std::string& store_root, const std::vector<store::LogProblem>& problems);
+
+// --store > $FINGERPRINT_DIR > ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.
+Expected<std::string> store_path(const Args& args);
+
+// --algorithm, validated.
+Expected<digest::Algorithm> algorithm_option(const Args& args);
+
+// A FILE|DIGEST argument: a digest is validated and never looked up on disk;
+// a file is digested with `algorithm`.
+Expected<store::DigestKey> resolve_artifact(const std::string& argument, digest::Algorithm algorithm);
+
+// `path` made absolute and lexically normal, without resolving symlinks.
+std::string absolute_path(const std::string& path);
+
+// An event as the JSON object of DESIGN.md section 6 (all its fields).
+nlohmann::ordered_json event_json(const store::Event& event);
+
+// Writes `text` to the context's output.
+void write_out(Context& context, std::string_view text);
+
+} // namespace fingerprint::cmd

@@ -1,0 +1,130 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/store/record.hpp>
+#include <fingerprint/util/table.hpp>
+
+#include <map>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"json", OptionKind::flag, {}, "print a JSON array of consumer events"},
+  {"transitive", OptionKind::flag, {}, "also who consumed the consumers' products (with their depth)"},
+  {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
+};
+
+// The name a product was produced under, for people; its digest otherwise.
+std::string
+product_name(const store::DirectoryStore& store, const std::string& product, std::map<std::string, std::string>& memo)
+{
+  if (auto it = memo.find(product); it != memo.end()) {
+    return it->second;
+  }
+  std::string name = product;
+  if (auto key = store::parse_digest_key(product)) {
+    if (auto record = store::load_record(store, *key); record && !record->producers.empty()) {
+      name = record->producers.front().path;
+    }
+  }
+  memo.emplace(product, name);
+  return name;
+}
+
+int
+run(const Args& args, Context& context)
+{
+  if (args.positional().size() != 1) {
+    print_error(context, "consumers: give exactly one FILE or DIGEST");
+    return k_exit_usage;
+  }
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    print_error(context, "consumers: " + algorithm.error().message);
+    return k_exit_usage;
+  }
+  auto root = store_path(args);
+  if (!root) {
+    print_error(context, root.error().message);
+    return k_exit_usage;
+  }
+  const std::string& argument = args.positional().front();
+  auto key = resolve_artifact(argument, *algorithm);
+  if (!key) {
+    print_error(context, key.error().message);
+    return k_exit_failure;
+  }
+  auto store = store::DirectoryStore::open_for_reading(*root);
+  if (!store) {
+    print_error(context, store.error().message);
+    return k_exit_failure;
+  }
+  auto record = store::load_record(*store, *key);
+  if (!record) {
+    print_error(context, record.error().message);
+    return k_exit_failure;
+  }
+  if (!record->recorded()) {
+    report_problems(context, *root, record->problems);
+    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + *root);
+    return k_exit_failure;
+  }
+  const bool transitive = args.flag("transitive");
+  std::vector<store::LogProblem> problems;
+  auto hits = store::find_consumers(*store, *key, transitive, problems);
+  if (!hits) {
+    print_error(context, hits.error().message);
+    return k_exit_failure;
+  }
+  report_problems(context, *root, problems);
+
+  if (args.flag("json")) {
+    auto array = nlohmann::ordered_json::array();
+    for (const auto& hit : *hits) {
+      auto object = event_json(hit.event);
+      if (transitive) {
+        object["depth"] = hit.depth;
+      }
+      array.push_back(std::move(object));
+    }
+    write_out(context, array.dump(2) + "\n");
+    return k_exit_ok;
+  }
+  if (hits->empty()) {
+    write_out(context, "no consumers recorded for " + key->str() + "\n");
+    return k_exit_ok;
+  }
+  std::map<std::string, std::string> names;
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"PROJECT", "TARGET", "BUILD", "HOST", "TIME", "PRODUCED"});
+  if (transitive) {
+    rows.back().insert(rows.back().begin(), "DEPTH");
+  }
+  for (const auto& hit : *hits) {
+    const auto& event = hit.event;
+    std::vector<std::string> row = {
+      event.project, event.target, event.build, event.host, event.time, product_name(*store, event.product, names)};
+    if (transitive) {
+      row.insert(row.begin(), std::string(static_cast<size_t>(hit.depth - 1) * 2, ' ') + std::to_string(hit.depth));
+    }
+    rows.push_back(std::move(row));
+  }
+  write_out(context, util::format_table(rows));
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+consumers_command()
+{
+  static const Command k_command{"consumers",
+                                 "[--json] [--transitive] FILE|DIGEST",
+                                 "which builds consumed an artifact (and, transitively, their products)",
+                                 k_options,
+                                 run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd

@@ -1,0 +1,204 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <csignal>
+#include <exception>
+#include <vector>
+
+#ifndef FINGERPRINT_VERSION
+#define FINGERPRINT_VERSION "unknown"
+#endif
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr std::string_view k_overview = "usage: fingerprint [--store DIR] <command> [options] [arguments]\n"
+                                        "\n"
+                                        "Records which build produced each artifact and which builds consumed it,\n"
+                                        "in a store shared by every project: --store DIR, else $FINGERPRINT_DIR,\n"
+                                        "else ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.\n"
+                                        "\n"
+                                        "commands:\n";
+
+std::span<const Command* const>
+table()
+{
+  static const Command* const k_table[] = {
+    &digest_command(), &record_command(), &show_command(), &consumers_command(), &verify_command()};
+  return k_table;
+}
+
+const Command*
+find_command(std::string_view name)
+{
+  for (const Command* command : table()) {
+    if (command->name == name) {
+      return command;
+    }
+  }
+  return nullptr;
+}
+
+std::string
+overview()
+{
+  std::string text(k_overview);
+  for (const Command* command : table()) {
+    std::string name(command->name);
+    name.resize(12, ' ');
+    text += "  " + name + std::string(command->summary) + "\n";
+  }
+  text += "  help        show this list, or one command's options: fingerprint help <command>\n";
+  text += "\nexit status: 0 success, 1 failure or a negative answer, 2 usage error\n";
+  return text;
+}
+
+std::string
+command_help(const Command& command)
+{
+  std::string text = "usage: fingerprint " + std::string(command.name) + " " + std::string(command.synopsis) + "\n\n"
+                     + std::string(command.summary) + "\n\noptions:\n";
+  auto add = [&](const OptionSpec& spec) {
+    std::string left = "--" + std::string(spec.name);
+    if (!spec.placeholder.empty()) {
+      left += " " + std::string(spec.placeholder);
+      if (spec.kind == OptionKind::values) {
+        left += "...";
+      }
+    }
+    left.resize(std::max<size_t>(left.size() + 2, 24), ' ');
+    text += "  " + left + std::string(spec.help) + "\n";
+  };
+  for (const OptionSpec& spec : command.options) {
+    add(spec);
+  }
+  add(k_store_option);
+  add(k_help_option);
+  return text;
+}
+
+int
+usage_error(Context& context, std::string_view message, std::string_view command = {})
+{
+  print_error(context, message);
+  std::string hint = "Try 'fingerprint help";
+  if (!command.empty()) {
+    hint += " " + std::string(command);
+  }
+  hint += "'.\n";
+  std::fputs(hint.c_str(), context.err);
+  return k_exit_usage;
+}
+
+int
+unknown_command(Context& context, std::string_view name)
+{
+  std::string message = "'" + std::string(name) + "' is not a fingerprint command";
+  std::string_view best;
+  size_t best_distance = 3;
+  for (const Command* command : table()) {
+    const size_t distance = util::edit_distance(name, command->name);
+    if (distance < best_distance) {
+      best = command->name;
+      best_distance = distance;
+    }
+  }
+  if (!best.empty()) {
+    message += "; did you mean '" + std::string(best) + "'?";
+  }
+  return usage_error(context, message);
+}
+
+int
+run(std::vector<std::string> arguments, Context& context)
+{
+  // Options before the command: --store, --help, --version.
+  std::vector<std::string> global_store;
+  size_t i = 0;
+  for (; i < arguments.size() && arguments[i].starts_with("-"); ++i) {
+    const std::string& argument = arguments[i];
+    if (argument == "--version" || argument == "-V") {
+      write_out(context, "fingerprint " FINGERPRINT_VERSION "\n");
+      return k_exit_ok;
+    }
+    if (argument == "--help" || argument == "-h") {
+      write_out(context, overview());
+      return k_exit_ok;
+    }
+    if (argument == "--store" && i + 1 < arguments.size()) {
+      global_store = {argument, arguments[++i]};
+    } else if (argument.starts_with("--store=")) {
+      global_store = {argument};
+    } else {
+      return usage_error(context, "unknown option '" + argument + "' before the command");
+    }
+  }
+  if (i == arguments.size()) {
+    std::fputs(overview().c_str(), context.err);
+    return k_exit_usage;
+  }
+  const std::string name = arguments[i];
+  std::vector<std::string> rest(arguments.begin() + static_cast<ptrdiff_t>(i) + 1, arguments.end());
+  if (name == "help") {
+    if (rest.empty()) {
+      write_out(context, overview());
+      return k_exit_ok;
+    }
+    const Command* command = find_command(rest.front());
+    if (command == nullptr) {
+      return unknown_command(context, rest.front());
+    }
+    write_out(context, command_help(*command));
+    return k_exit_ok;
+  }
+  const Command* command = find_command(name);
+  if (command == nullptr) {
+    return unknown_command(context, name);
+  }
+  rest.insert(rest.begin(), global_store.begin(), global_store.end());
+  std::vector<OptionSpec> specs(command->options.begin(), command->options.end());
+  specs.push_back(k_store_option);
+  specs.push_back(k_help_option);
+  auto args = Args::parse(rest, specs);
+  if (!args) {
+    return usage_error(context, std::string(command->name) + ": " + args.error().message, command->name);
+  }
+  if (args->flag("help")) {
+    write_out(context, command_help(*command));
+    return k_exit_ok;
+  }
+  return command->run(*args, context);
+}
+
+} // namespace
+
+std::span<const Command* const>
+all_commands()
+{
+  return table();
+}
+
+int
+fingerprint_main(int argc, const char* const* argv)
+{
+  // A file-size limit must surface as EFBIG from write(), reported like any
+  // other write error, not as a signal that kills the hook mid-line.
+  std::signal(SIGXFSZ, SIG_IGN);
+  Context context;
+  std::vector<std::string> arguments(argv + 1, argv + argc);
+  try {
+    const int status = run(std::move(arguments), context);
+    if (std::fflush(context.out) != 0) {
+      print_error(context, "cannot write output");
+      return k_exit_failure;
+    }
+    return status;
+  } catch (const std::exception& error) {
+    print_error(context, std::string("internal error: ") + error.what());
+    return k_exit_failure;
+  }
+}
+
+} // namespace fingerprint::cmd

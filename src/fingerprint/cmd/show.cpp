@@ -1,0 +1,123 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/store/record.hpp>
+#include <fingerprint/util/table.hpp>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"json", OptionKind::flag, {}, "print one JSON object"},
+  {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
+};
+
+std::vector<std::string>
+event_row(const store::Event& event)
+{
+  std::string what(event.project);
+  if (!event.version.empty()) {
+    what += " " + event.version;
+  }
+  return {what, event.target, event.build, event.host, event.time, event.build_dir};
+}
+
+std::string
+human(const store::ArtifactRecord& record)
+{
+  std::string text = record.key.str() + "  " + std::to_string(record.size) + " bytes\n\nnames:\n";
+  for (const auto& name : record.names) {
+    text += "  " + name + "\n";
+  }
+  const std::vector<std::string> header = {"PROJECT", "TARGET", "BUILD", "HOST", "TIME", "BUILD DIR"};
+  auto section = [&](std::string_view title, const std::vector<store::Event>& events) {
+    text += "\n" + std::string(title) + ":\n";
+    if (events.empty()) {
+      text += "  (none recorded)\n";
+      return;
+    }
+    std::vector<std::vector<std::string>> rows{header};
+    for (const auto& event : events) {
+      rows.push_back(event_row(event));
+      if (event.event == store::EventKind::installed) {
+        rows.back()[1] += " (installed from " + event.from + ")";
+      }
+    }
+    text += util::format_table(rows, 2);
+  };
+  section(record.producers.empty() ? "produced by (origin unknown)" : "produced by", record.producers);
+  section("consumed by", record.consumers);
+  return text;
+}
+
+nlohmann::ordered_json
+json(const store::ArtifactRecord& record)
+{
+  nlohmann::ordered_json object;
+  object["digest"] = record.key.str();
+  object["size"] = record.size;
+  object["names"] = record.names;
+  object["producers"] = nlohmann::ordered_json::array();
+  for (const auto& event : record.producers) {
+    object["producers"].push_back(event_json(event));
+  }
+  object["consumers"] = nlohmann::ordered_json::array();
+  for (const auto& event : record.consumers) {
+    object["consumers"].push_back(event_json(event));
+  }
+  return object;
+}
+
+int
+run(const Args& args, Context& context)
+{
+  if (args.positional().size() != 1) {
+    print_error(context, "show: give exactly one FILE or DIGEST");
+    return k_exit_usage;
+  }
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    print_error(context, "show: " + algorithm.error().message);
+    return k_exit_usage;
+  }
+  auto root = store_path(args);
+  if (!root) {
+    print_error(context, root.error().message);
+    return k_exit_usage;
+  }
+  const std::string& argument = args.positional().front();
+  auto key = resolve_artifact(argument, *algorithm);
+  if (!key) {
+    print_error(context, key.error().message);
+    return k_exit_failure;
+  }
+  auto store = store::DirectoryStore::open_for_reading(*root);
+  if (!store) {
+    print_error(context, store.error().message);
+    return k_exit_failure;
+  }
+  auto record = store::load_record(*store, *key);
+  if (!record) {
+    print_error(context, record.error().message);
+    return k_exit_failure;
+  }
+  report_problems(context, *root, record->problems);
+  if (!record->recorded()) {
+    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + *root);
+    return k_exit_failure;
+  }
+  write_out(context, args.flag("json") ? json(*record).dump(2) + "\n" : human(*record));
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+show_command()
+{
+  static const Command k_command{
+    "show", "[--json] FILE|DIGEST", "who produced an artifact, who consumed it, and its names", k_options, run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd

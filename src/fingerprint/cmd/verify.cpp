@@ -1,0 +1,190 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/digest/engine.hpp>
+#include <fingerprint/store/record.hpp>
+
+#include <map>
+#include <sys/stat.h>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"json", OptionKind::flag, {}, "print a JSON array, one object per file"},
+  {"build-dir", OptionKind::value, "D", "verify everything recorded as produced in build tree D"},
+  {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
+};
+
+struct Verdict
+{
+  std::string path;
+  std::string status; // OK, MODIFIED, MISSING, NOT RECORDED, UNREADABLE
+  std::string digest; // what the file holds now
+  std::optional<store::Event> recorded;
+  std::string error;
+};
+
+// The newest event per path in the build index; with `build_dir`, only what
+// that build tree produced or installed.
+Expected<std::map<std::string, store::Event>>
+latest_by_path(const store::DirectoryStore& store, const std::optional<std::string>& build_dir, Context& context)
+{
+  std::map<std::string, store::Event> latest;
+  auto builds = store.list_builds();
+  if (!builds) {
+    return builds.error();
+  }
+  for (const auto& build : *builds) {
+    auto contents = store.read_build(build);
+    if (!contents) {
+      return contents.error();
+    }
+    report_problems(context, store.root(), contents->problems);
+    for (auto& event : contents->events) {
+      if (build_dir && (event.build_dir != *build_dir || event.event == store::EventKind::consumed)) {
+        continue;
+      }
+      auto [it, inserted] = latest.try_emplace(event.path, event);
+      if (!inserted && it->second.time <= event.time) {
+        it->second = std::move(event);
+      }
+    }
+  }
+  return latest;
+}
+
+nlohmann::ordered_json
+to_json(const Verdict& verdict)
+{
+  nlohmann::ordered_json object;
+  object["path"] = verdict.path;
+  object["status"] = verdict.status;
+  object["digest"] = verdict.digest.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(verdict.digest);
+  object["recorded"] = verdict.recorded ? event_json(*verdict.recorded) : nlohmann::ordered_json();
+  if (!verdict.error.empty()) {
+    object["error"] = verdict.error;
+  }
+  return object;
+}
+
+int
+run(const Args& args, Context& context)
+{
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    print_error(context, "verify: " + algorithm.error().message);
+    return k_exit_usage;
+  }
+  const auto build_dir = args.value("build-dir");
+  if (build_dir.has_value() == !args.positional().empty()) {
+    print_error(context, "verify: give FILE... or --build-dir D, not both or neither");
+    return k_exit_usage;
+  }
+  auto root = store_path(args);
+  if (!root) {
+    print_error(context, root.error().message);
+    return k_exit_usage;
+  }
+  auto store = store::DirectoryStore::open_for_reading(*root);
+  if (!store) {
+    print_error(context, store.error().message);
+    return k_exit_failure;
+  }
+  const std::optional<std::string> tree = build_dir ? std::optional(absolute_path(*build_dir)) : std::nullopt;
+  auto latest = latest_by_path(*store, tree, context);
+  if (!latest) {
+    print_error(context, latest.error().message);
+    return k_exit_failure;
+  }
+
+  std::vector<Verdict> verdicts;
+  if (tree) {
+    for (const auto& [path, event] : *latest) {
+      verdicts.push_back({path, "", "", event, ""});
+    }
+  } else {
+    for (const auto& file : args.positional()) {
+      Verdict verdict{file, "", "", std::nullopt, ""};
+      if (auto it = latest->find(absolute_path(file)); it != latest->end()) {
+        verdict.recorded = it->second;
+      }
+      verdicts.push_back(std::move(verdict));
+    }
+  }
+
+  // The bytes are always read: verify is the check that trusts no cache.
+  std::vector<std::string> paths;
+  for (const auto& verdict : verdicts) {
+    paths.push_back(verdict.path);
+  }
+  digest::DigestOptions options;
+  options.algorithm = *algorithm;
+  auto digests = digest::digest_files(paths, options);
+  const std::string prefix = std::string(digest::algorithm_name(*algorithm)) + ":";
+
+  int status = k_exit_ok;
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    Verdict& verdict = verdicts[i];
+    if (!digests[i]) {
+      struct stat st
+      {};
+      const bool missing = ::lstat(verdict.path.c_str(), &st) != 0;
+      verdict.status = missing ? "MISSING" : "UNREADABLE";
+      verdict.error = digests[i].error().message;
+    } else {
+      verdict.digest = prefix + digests[i]->hex;
+      if (verdict.recorded) {
+        verdict.status = verdict.recorded->digest == verdict.digest ? "OK" : "MODIFIED";
+      } else {
+        // Not recorded under this path; the bytes may still be known.
+        auto record = store::load_record(*store, store::DigestKey{*algorithm, digests[i]->hex});
+        verdict.status = record && record->recorded() ? "OK" : "NOT RECORDED";
+      }
+    }
+    if (verdict.status != "OK") {
+      status = k_exit_failure;
+    }
+  }
+
+  if (args.flag("json")) {
+    auto array = nlohmann::ordered_json::array();
+    for (const auto& verdict : verdicts) {
+      array.push_back(to_json(verdict));
+    }
+    write_out(context, array.dump(2) + "\n");
+    return status;
+  }
+  std::string text;
+  for (const auto& verdict : verdicts) {
+    text += verdict.path + ": " + verdict.status;
+    if (verdict.status == "MODIFIED") {
+      text += " (recorded " + verdict.recorded->digest + " by " + verdict.recorded->project + "/"
+              + verdict.recorded->target + " build " + verdict.recorded->build + ")";
+    } else if (!verdict.error.empty()) {
+      text += " (" + verdict.error + ")";
+    }
+    text += "\n";
+  }
+  if (verdicts.empty()) {
+    text = "nothing recorded for build tree " + *tree + "\n";
+    status = k_exit_failure;
+  }
+  write_out(context, text);
+  return status;
+}
+
+} // namespace
+
+const Command&
+verify_command()
+{
+  static const Command k_command{"verify",
+                                 "[--json] FILE... | [--json] --build-dir D",
+                                 "check that files still hold the bytes the store recorded for them",
+                                 k_options,
+                                 run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd

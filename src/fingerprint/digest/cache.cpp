@@ -1,0 +1,155 @@
+#include <fingerprint/digest/cache.hpp>
+#include <fingerprint/util/fd.hpp>
+#include <fingerprint/util/fs.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+namespace fingerprint::digest {
+
+namespace {
+
+constexpr int64_t k_second_ns = 1'000'000'000;
+constexpr long k_msdos_magic = 0x4d44;
+constexpr long k_exfat_magic = 0x2011BAB0;
+constexpr long k_nfs_magic = 0x6969;
+constexpr long k_smb2_magic = static_cast<long>(0xFE534D42);
+constexpr long k_cifs_magic = static_cast<long>(0xFF534D42);
+
+} // namespace
+
+DigestCache::DigestCache(std::string directory)
+  : m_directory(std::move(directory))
+{
+}
+
+std::string
+DigestCache::default_directory()
+{
+  if (const char* dir = std::getenv("FINGERPRINT_CACHE_DIR")) {
+    return dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/fingerprint";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.cache/fingerprint";
+  }
+  return {};
+}
+
+bool
+DigestCache::is_trustworthy(const FileIdentity& identity, int64_t read_at_ns, int64_t granularity_ns)
+{
+  const int64_t last_change = std::max(identity.mtime_ns, identity.ctime_ns);
+  return read_at_ns - last_change >= granularity_ns;
+}
+
+int64_t
+DigestCache::granularity_ns(int fd, const FileIdentity& identity)
+{
+  struct statfs fs
+  {};
+  if (::fstatfs(fd, &fs) == 0) {
+    const auto type = static_cast<long>(fs.f_type);
+    if (type == k_msdos_magic || type == k_exfat_magic) {
+      return 2 * k_second_ns;
+    }
+    if (type == k_nfs_magic || type == k_smb2_magic || type == k_cifs_magic) {
+      return k_second_ns; // the server's clock and granularity are unknown
+    }
+  }
+  if (identity.mtime_ns % k_second_ns == 0 && identity.ctime_ns % k_second_ns == 0) {
+    return k_second_ns;
+  }
+  timespec res{};
+  if (::clock_getres(CLOCK_REALTIME_COARSE, &res) != 0) {
+    return k_second_ns;
+  }
+  return std::max<int64_t>(int64_t{res.tv_sec} * k_second_ns + res.tv_nsec, 1);
+}
+
+std::string
+DigestCache::entry_path(Algorithm algorithm, const FileIdentity& identity) const
+{
+  char name[80];
+  std::snprintf(
+    name, sizeof(name), "/%02" PRIx64 "/%" PRIx64 "-%" PRIx64, identity.inode & 0xff, identity.device, identity.inode);
+  return m_directory + "/digests/" + std::string(algorithm_name(algorithm)) + name;
+}
+
+std::optional<std::string>
+DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
+{
+  if (!enabled()) {
+    return std::nullopt;
+  }
+  util::Fd fd(::open(entry_path(algorithm, identity).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
+    return std::nullopt;
+  }
+  char buffer[512];
+  const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer) - 1);
+  if (n <= 0) {
+    return std::nullopt;
+  }
+  buffer[n] = '\0';
+  uint64_t size = 0;
+  int64_t mtime = 0;
+  int64_t ctime = 0;
+  char hex[2 * 64 + 2] = {};
+  if (std::sscanf(buffer, "%" SCNu64 " %" SCNd64 " %" SCNd64 " %129s", &size, &mtime, &ctime, hex) != 4) {
+    return std::nullopt;
+  }
+  if (size != identity.size || mtime != identity.mtime_ns || ctime != identity.ctime_ns
+      || !util::is_lower_hex(hex, 2 * digest_size(algorithm))) {
+    return std::nullopt;
+  }
+  return std::string(hex);
+}
+
+void
+DigestCache::store(Algorithm algorithm,
+                   const FileIdentity& identity,
+                   const std::string& hex,
+                   int64_t read_at_ns,
+                   int64_t granularity_ns) const
+{
+  if (!enabled() || !is_trustworthy(identity, read_at_ns, granularity_ns)) {
+    return;
+  }
+  const std::string path = entry_path(algorithm, identity);
+  const auto [dir, name] = util::split_last(path);
+  auto dir_fd = util::open_directory(std::string(dir), true);
+  if (!dir_fd) {
+    return; // an unwritable cache only costs time
+  }
+  char line[256];
+  const int length = std::snprintf(line,
+                                   sizeof(line),
+                                   "%" PRIu64 " %" PRId64 " %" PRId64 " %s\n",
+                                   identity.size,
+                                   identity.mtime_ns,
+                                   identity.ctime_ns,
+                                   hex.c_str());
+  const std::string temp =
+    std::string(name) + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(util::now_ns());
+  util::Fd fd(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
+  if (!fd) {
+    return;
+  }
+  const bool written = length > 0 && util::write_all(fd.get(), std::string_view(line, static_cast<size_t>(length)));
+  fd.reset();
+  if (!written || ::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), std::string(name).c_str()) != 0) {
+    ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+  }
+}
+
+} // namespace fingerprint::digest

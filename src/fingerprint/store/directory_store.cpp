@@ -1,0 +1,491 @@
+#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/format.hpp>
+#include <fingerprint/util/fs.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <dirent.h>
+#include <fcntl.h>
+#include <map>
+#include <memory>
+#include <set>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fingerprint::store {
+
+namespace {
+
+using util::Fd;
+
+// Opens `relative` below the store root for reading; a file that does not
+// exist yields an invalid Fd, not an error.
+Expected<Fd>
+open_below(int root_fd, const std::string& relative, int flags, bool create_parents)
+{
+  const auto [dir, name] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(root_fd, dir, create_parents);
+  if (!dir_fd || !dir_fd->valid()) {
+    return dir_fd;
+  }
+  Fd fd(::openat(dir_fd->get(), std::string(name).c_str(), flags | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!fd) {
+    if (errno == ENOENT && (flags & O_CREAT) == 0) {
+      return Fd();
+    }
+    if (errno == ELOOP) {
+      return make_error(relative, "is a symbolic link (not followed inside the store)");
+    }
+    return make_error(relative, util::errno_text(errno));
+  }
+  return fd;
+}
+
+// Takes flock() on `fd`, retrying on EINTR.
+bool
+lock(int fd, int operation)
+{
+  while (::flock(fd, operation) != 0) {
+    if (errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// After waiting for a lock, the log may have been replaced by a compaction
+// (rename over it); appending to the old inode would lose the event.
+bool
+still_linked(int dir_fd, std::string_view name, int fd)
+{
+  struct stat by_fd
+  {};
+  struct stat by_name
+  {};
+  return ::fstat(fd, &by_fd) == 0 && ::fstatat(dir_fd, std::string(name).c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0
+         && by_fd.st_ino == by_name.st_ino && by_fd.st_dev == by_name.st_dev;
+}
+
+void
+parse_lines(std::string_view text, const std::string& file, LogContents& out)
+{
+  size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    const size_t newline = text.find('\n');
+    if (newline == std::string_view::npos) {
+      out.torn_tail = true;
+      return;
+    }
+    const std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline + 1);
+    if (line.empty()) {
+      continue; // left by a writer that completed a torn line
+    }
+    if (line.size() > k_max_line_length) {
+      out.problems.push_back({file, line_number, "line longer than " + std::to_string(k_max_line_length) + " bytes"});
+      continue;
+    }
+    auto event = parse_event(line);
+    if (!event) {
+      out.problems.push_back({file, line_number, event.error().message});
+      continue;
+    }
+    out.events.push_back(std::move(*event));
+  }
+}
+
+std::string
+dedupe_key(const Event& event)
+{
+  Event copy = event;
+  copy.time.clear();
+  return serialize(copy);
+}
+
+Expected<void>
+ensure_format_file(int root_fd, const std::string& root)
+{
+  const std::string path = root + "/" + std::string(k_format_file);
+  const std::string name(k_format_file);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Fd fd(::openat(root_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd) {
+      auto text = util::read_all(fd.get());
+      if (!text) {
+        return make_error(path, text.error().message);
+      }
+      if (auto format = check_format_file(*text, path); !format) {
+        return format.error();
+      }
+      return {};
+    }
+    if (errno != ENOENT) {
+      return make_error(path, util::errno_text(errno));
+    }
+    // Create it complete under a private name, then link() it into place:
+    // of two processes creating a store at once, one wins and both agree.
+    const std::string temp = name + ".tmp." + std::to_string(::getpid());
+    Fd out(::openat(root_fd, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!out) {
+      return make_error(path, util::errno_text(errno));
+    }
+    auto written = util::write_all(out.get(), make_format_file(util::now_ns()));
+    if (!written || ::fsync(out.get()) != 0) {
+      ::unlinkat(root_fd, temp.c_str(), 0);
+      return make_error(path, written ? util::errno_text(errno) : written.error().message);
+    }
+    out.reset();
+    const int linked = ::linkat(root_fd, temp.c_str(), root_fd, name.c_str(), 0);
+    const int link_errno = errno;
+    ::unlinkat(root_fd, temp.c_str(), 0);
+    if (linked != 0 && link_errno != EEXIST) {
+      return make_error(path, util::errno_text(link_errno));
+    }
+    (void)util::fsync_directory(root_fd);
+  }
+  return make_error(path, "could not be created");
+}
+
+} // namespace
+
+DirectoryStore::DirectoryStore(std::string root, Fd root_fd)
+  : m_root(std::move(root))
+  , m_root_fd(std::move(root_fd))
+{
+}
+
+Expected<DirectoryStore>
+DirectoryStore::open_for_reading(const std::string& root)
+{
+  Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) {
+      return DirectoryStore(root, Fd());
+    }
+    return make_error(root, util::errno_text(errno));
+  }
+  const std::string format_path = root + "/" + std::string(k_format_file);
+  Fd format(::openat(fd.get(), std::string(k_format_file).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!format) {
+    if (errno != ENOENT) {
+      return make_error(format_path, util::errno_text(errno));
+    }
+    // An empty directory is a store nobody has written to yet.
+    return DirectoryStore(root, Fd());
+  }
+  auto text = util::read_all(format.get());
+  if (!text) {
+    return make_error(format_path, text.error().message);
+  }
+  if (auto version = check_format_file(*text, format_path); !version) {
+    return version.error();
+  }
+  return DirectoryStore(root, std::move(fd));
+}
+
+Expected<DirectoryStore>
+DirectoryStore::open_for_writing(const std::string& root)
+{
+  auto fd = util::open_directory(root, true);
+  if (!fd) {
+    return make_error("cannot open the store", fd.error().message);
+  }
+  if (auto ok = ensure_format_file(fd->get(), root); !ok) {
+    return ok.error();
+  }
+  return DirectoryStore(root, std::move(*fd));
+}
+
+std::string
+DirectoryStore::encode_component(std::string_view text)
+{
+  static constexpr char k_digits[] = "0123456789ABCDEF";
+  std::string result;
+  result.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'
+                       || c == '-' || c == '+' || (c == '.' && i > 0);
+    if (plain) {
+      result += static_cast<char>(c);
+    } else {
+      result += '%';
+      result += k_digits[c >> 4];
+      result += k_digits[c & 0xf];
+    }
+  }
+  return result.empty() ? "%" : result;
+}
+
+std::string
+DirectoryStore::decode_component(std::string_view text)
+{
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') {
+      return c - '0';
+    }
+    if (c >= 'A' && c <= 'F') {
+      return c - 'A' + 10;
+    }
+    if (c >= 'a' && c <= 'f') {
+      return c - 'a' + 10;
+    }
+    return -1;
+  };
+  std::string result;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && nibble(text[i + 1]) >= 0 && nibble(text[i + 2]) >= 0) {
+      result += static_cast<char>(nibble(text[i + 1]) * 16 + nibble(text[i + 2]));
+      i += 2;
+    } else if (text != "%") { // "%" alone stands for the empty string
+      result += text[i];
+    }
+  }
+  return result;
+}
+
+Expected<void>
+DirectoryStore::append_line(const std::string& relative_path, const std::string& line) const
+{
+  const auto [dir, name] = util::split_last(relative_path);
+  auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, true);
+  if (!dir_fd) {
+    return make_error(m_root + "/" + relative_path, dir_fd.error().message);
+  }
+  const std::string file_name(name);
+  // Bounded: each retry means a compaction replaced the log meanwhile.
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    Fd fd(::openat(
+      dir_fd->get(), file_name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666));
+    if (!fd) {
+      const char* why = errno == ELOOP ? "is a symbolic link (not followed inside the store)" : nullptr;
+      return make_error(m_root + "/" + relative_path, why != nullptr ? why : util::errno_text(errno));
+    }
+    if (!lock(fd.get(), LOCK_SH)) {
+      return make_error(m_root + "/" + relative_path, "cannot lock: " + util::errno_text(errno));
+    }
+    if (!still_linked(dir_fd->get(), file_name, fd.get())) {
+      continue;
+    }
+    struct stat st
+    {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return make_error(m_root + "/" + relative_path, "not a regular file");
+    }
+    // A writer that died mid-line left no newline; start on a fresh line so
+    // that only the torn line is lost, not this one too.
+    std::string buffer;
+    char last = '\n';
+    if (st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1) {
+      last = '\n';
+    }
+    if (last != '\n') {
+      buffer += '\n';
+    }
+    buffer += line;
+    buffer += '\n';
+    // One write() of the whole line: O_APPEND makes it land contiguously
+    // after every other complete line, whatever other writers do.
+    const ssize_t written = ::write(fd.get(), buffer.data(), buffer.size());
+    if (written < 0) {
+      return make_error(m_root + "/" + relative_path, util::errno_text(errno));
+    }
+    if (static_cast<size_t>(written) != buffer.size()) {
+      return make_error(m_root + "/" + relative_path, "short write (disk full or file size limit)");
+    }
+    return {};
+  }
+  return make_error(m_root + "/" + relative_path, "log kept being replaced while appending");
+}
+
+Expected<void>
+DirectoryStore::append(const std::vector<Event>& events) const
+{
+  if (!m_root_fd) {
+    return make_error(m_root, "store not opened for writing");
+  }
+  for (const Event& event : events) {
+    auto key = parse_digest_key(event.digest);
+    if (!key) {
+      return key.error();
+    }
+    const std::string line = serialize(event);
+    if (auto ok = append_line(key->log_path(), line); !ok) {
+      return ok;
+    }
+    const std::string index =
+      "builds/" + encode_component(event.project) + "/" + encode_component(event.build) + ".jsonl";
+    if (auto ok = append_line(index, line); !ok) {
+      return ok;
+    }
+  }
+  return {};
+}
+
+Expected<LogContents>
+DirectoryStore::read_file(const std::string& relative_path) const
+{
+  LogContents contents;
+  if (!m_root_fd) {
+    return contents;
+  }
+  auto fd = open_below(m_root_fd.get(), relative_path, O_RDONLY | O_NONBLOCK, false);
+  if (!fd) {
+    return make_error(m_root + "/" + relative_path, fd.error().message);
+  }
+  if (!fd->valid()) {
+    return contents;
+  }
+  struct stat st
+  {};
+  if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return make_error(m_root + "/" + relative_path, "not a regular file");
+  }
+  auto text = util::read_all(fd->get());
+  if (!text) {
+    return make_error(m_root + "/" + relative_path, text.error().message);
+  }
+  parse_lines(*text, relative_path, contents);
+  return contents;
+}
+
+Expected<LogContents>
+DirectoryStore::read_log(const DigestKey& key) const
+{
+  return read_file(key.log_path());
+}
+
+Expected<std::vector<BuildRef>>
+DirectoryStore::list_builds() const
+{
+  std::vector<BuildRef> builds;
+  if (!m_root_fd) {
+    return builds;
+  }
+  auto list_dir = [&](int parent, const char* name, auto&& each) -> Expected<void> {
+    Fd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) {
+      return errno == ENOENT ? Expected<void>() : make_error(m_root + "/" + name, util::errno_text(errno));
+    }
+    const int dir_fd = fd.get();
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.release()), ::closedir);
+    if (!dir) {
+      return make_error(m_root + "/" + name, util::errno_text(errno));
+    }
+    while (const dirent* entry = ::readdir(dir.get())) {
+      const std::string_view entry_name = entry->d_name;
+      if (entry_name != "." && entry_name != "..") {
+        each(dir_fd, entry_name);
+      }
+    }
+    return {};
+  };
+  Expected<void> inner_ok;
+  auto ok = list_dir(m_root_fd.get(), "builds", [&](int builds_fd, std::string_view project) {
+    auto listed = list_dir(builds_fd, std::string(project).c_str(), [&](int, std::string_view file) {
+      constexpr std::string_view suffix = ".jsonl";
+      if (file.size() > suffix.size() && file.ends_with(suffix)) {
+        builds.push_back({decode_component(project), decode_component(file.substr(0, file.size() - suffix.size()))});
+      }
+    });
+    if (!listed && inner_ok) {
+      inner_ok = listed;
+    }
+  });
+  if (!ok) {
+    return ok.error();
+  }
+  if (!inner_ok) {
+    return inner_ok.error();
+  }
+  std::sort(builds.begin(), builds.end(), [](const BuildRef& a, const BuildRef& b) {
+    return std::tie(a.project, a.build) < std::tie(b.project, b.build);
+  });
+  return builds;
+}
+
+Expected<LogContents>
+DirectoryStore::read_build(const BuildRef& build) const
+{
+  return read_file("builds/" + encode_component(build.project) + "/" + encode_component(build.build) + ".jsonl");
+}
+
+Expected<CompactionResult>
+DirectoryStore::compact(const DigestKey& key) const
+{
+  const std::string relative = key.log_path();
+  const std::string full = m_root + "/" + relative;
+  if (!m_root_fd) {
+    return make_error(full, "no such log");
+  }
+  const auto [dir, name] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, false);
+  if (!dir_fd) {
+    return make_error(full, dir_fd.error().message);
+  }
+  if (!dir_fd->valid()) {
+    return make_error(full, "no such log");
+  }
+  const std::string file_name(name);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    Fd fd(::openat(dir_fd->get(), file_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) {
+      return make_error(full, util::errno_text(errno));
+    }
+    if (!lock(fd.get(), LOCK_EX)) {
+      return make_error(full, "cannot lock: " + util::errno_text(errno));
+    }
+    if (!still_linked(dir_fd->get(), file_name, fd.get())) {
+      continue; // another compaction got there first
+    }
+    auto text = util::read_all(fd.get());
+    if (!text) {
+      return make_error(full, text.error().message);
+    }
+    LogContents contents;
+    parse_lines(*text, relative, contents);
+    if (!contents.problems.empty() || contents.torn_tail) {
+      return make_error(full, "has unreadable lines; run 'fingerprint fsck --repair' before compacting");
+    }
+    CompactionResult result;
+    result.events_before = contents.events.size();
+    std::set<std::string> seen;
+    std::string rewritten;
+    for (const Event& event : contents.events) {
+      if (seen.insert(dedupe_key(event)).second) {
+        rewritten += serialize(event);
+        rewritten += '\n';
+        ++result.events_after;
+      }
+    }
+    if (result.events_after == result.events_before) {
+      return result;
+    }
+    const std::string temp = file_name + ".compact." + std::to_string(::getpid());
+    Fd out(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!out) {
+      return make_error(full, "cannot create a temporary file: " + util::errno_text(errno));
+    }
+    auto written = util::write_all(out.get(), rewritten);
+    if (!written || ::fsync(out.get()) != 0) {
+      const std::string why = written ? util::errno_text(errno) : written.error().message;
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(full, "cannot write the compacted log: " + why);
+    }
+    if (::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), file_name.c_str()) != 0) {
+      const std::string why = util::errno_text(errno);
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(full, "cannot replace the log: " + why);
+    }
+    if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
+      return make_error(full, synced.error().message);
+    }
+    return result; // the lock on the old inode goes with `fd`
+  }
+  return make_error(full, "log kept being replaced while compacting");
+}
+
+} // namespace fingerprint::store

@@ -1,0 +1,70 @@
+#include <fingerprint/store/record.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+namespace fingerprint::store {
+
+ArtifactRecord
+fold_record(const DigestKey& key, LogContents contents)
+{
+  ArtifactRecord record;
+  record.key = key;
+  record.problems = std::move(contents.problems);
+  record.torn_tail = contents.torn_tail;
+  for (Event& event : contents.events) {
+    if (event.digest != key.str()) {
+      record.problems.push_back({key.log_path(), 0, "event for " + event.digest + " in the log of " + key.str()});
+      continue;
+    }
+    record.size = event.size;
+    if (std::find(record.names.begin(), record.names.end(), event.path) == record.names.end()) {
+      record.names.push_back(event.path);
+    }
+    if (event.event == EventKind::consumed) {
+      record.consumers.push_back(std::move(event));
+    } else {
+      record.producers.push_back(std::move(event));
+    }
+  }
+  return record;
+}
+
+Expected<ArtifactRecord>
+load_record(const DirectoryStore& store, const DigestKey& key)
+{
+  auto contents = store.read_log(key);
+  if (!contents) {
+    return contents.error();
+  }
+  return fold_record(key, std::move(*contents));
+}
+
+Expected<std::vector<ConsumerHit>>
+find_consumers(const DirectoryStore& store, const DigestKey& key, bool transitive, std::vector<LogProblem>& problems)
+{
+  std::vector<ConsumerHit> hits;
+  std::set<std::string> expanded{key.str()};
+  std::deque<std::pair<DigestKey, int>> queue{{key, 1}};
+  while (!queue.empty()) {
+    auto [current, depth] = std::move(queue.front());
+    queue.pop_front();
+    auto record = load_record(store, current);
+    if (!record) {
+      return record.error();
+    }
+    problems.insert(problems.end(), record->problems.begin(), record->problems.end());
+    for (Event& event : record->consumers) {
+      if (transitive && expanded.insert(event.product).second) {
+        if (auto product = parse_digest_key(event.product)) {
+          queue.emplace_back(std::move(*product), depth + 1);
+        }
+      }
+      hits.push_back({std::move(event), depth});
+    }
+  }
+  return hits;
+}
+
+} // namespace fingerprint::store

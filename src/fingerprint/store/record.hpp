@@ -1,0 +1,48 @@
+#pragma once
+
+#include <fingerprint/store/digest_key.hpp>
+#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/event.hpp>
+
+#include <string>
+#include <vector>
+
+namespace fingerprint::store {
+
+// One artifact's log folded into what people ask about.
+struct ArtifactRecord
+{
+  DigestKey key;
+  uint64_t size = 0;
+  std::vector<std::string> names;   // every path it was seen under, first seen first
+  std::vector<Event> producers;     // produced and installed events
+  std::vector<Event> consumers;     // consumed events
+  std::vector<LogProblem> problems; // lines that could not be read
+  bool torn_tail = false;
+
+  bool
+  recorded() const
+  {
+    return !producers.empty() || !consumers.empty();
+  }
+};
+
+ArtifactRecord fold_record(const DigestKey& key, LogContents contents);
+
+Expected<ArtifactRecord> load_record(const DirectoryStore& store, const DigestKey& key);
+
+struct ConsumerHit
+{
+  Event event;
+  int depth = 1; // 1: consumed the artifact itself; 2: consumed a product of depth 1; ...
+};
+
+// Who consumed `key`; with `transitive`, also who consumed their products,
+// breadth first, each product expanded once (so cycles end). Problems met in
+// any log are appended to `problems`.
+Expected<std::vector<ConsumerHit>> find_consumers(const DirectoryStore& store,
+                                                  const DigestKey& key,
+                                                  bool transitive,
+                                                  std::vector<LogProblem>& problems);
+
+} // namespace fingerprint::store

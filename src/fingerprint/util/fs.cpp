@@ -1,0 +1,131 @@
+#include <fingerprint/util/fs.hpp>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fingerprint::util {
+
+namespace {
+
+constexpr int k_dir_flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+
+Expected<Fd>
+open_or_make(int base_fd, const std::string& name, bool create, int extra_flags)
+{
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Fd fd(::openat(base_fd, name.c_str(), k_dir_flags | extra_flags));
+    if (fd) {
+      return fd;
+    }
+    if (errno == ENOENT && !create) {
+      return Fd(); // missing: the caller decides
+    }
+    if (errno != ENOENT) {
+      if ((extra_flags & O_NOFOLLOW) != 0 && (errno == ELOOP || errno == ENOTDIR)) {
+        return make_error(name, "not a directory (symbolic links are not followed inside the store)");
+      }
+      return make_error(name, errno_text(errno));
+    }
+    // Another process may make it first; EEXIST is success.
+    if (::mkdirat(base_fd, name.c_str(), 0777) != 0 && errno != EEXIST) {
+      return make_error(name, errno_text(errno));
+    }
+  }
+  return make_error(name, "directory vanished while being created");
+}
+
+} // namespace
+
+bool
+is_safe_component(std::string_view name)
+{
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos
+         && name.find('\0') == std::string_view::npos;
+}
+
+std::pair<std::string_view, std::string_view>
+split_last(std::string_view relative)
+{
+  const auto slash = relative.rfind('/');
+  if (slash == std::string_view::npos) {
+    return {std::string_view(), relative};
+  }
+  return {relative.substr(0, slash), relative.substr(slash + 1)};
+}
+
+Expected<Fd>
+open_directory(const std::string& path, bool create)
+{
+  Fd fd(::open(path.c_str(), k_dir_flags));
+  if (fd) {
+    return fd;
+  }
+  if (errno != ENOENT || !create) {
+    return make_error(path, errno_text(errno));
+  }
+  // mkdir -p, walking from the root or the current directory.
+  const bool absolute = !path.empty() && path.front() == '/';
+  Fd current(::open(absolute ? "/" : ".", k_dir_flags));
+  if (!current) {
+    return make_error(path, errno_text(errno));
+  }
+  size_t start = 0;
+  while (start < path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) {
+      end = path.size();
+    }
+    if (end > start) {
+      auto next = open_or_make(current.get(), path.substr(start, end - start), true, 0);
+      if (!next) {
+        return make_error(path, next.error().message);
+      }
+      current = std::move(*next);
+    }
+    start = end + 1;
+  }
+  return current;
+}
+
+Expected<Fd>
+open_directory_beneath(int base_fd, std::string_view relative, bool create)
+{
+  Fd current(::fcntl(base_fd, F_DUPFD_CLOEXEC, 0));
+  if (!current) {
+    return Error{errno_text(errno)};
+  }
+  size_t start = 0;
+  while (start < relative.size()) {
+    size_t end = relative.find('/', start);
+    if (end == std::string_view::npos) {
+      end = relative.size();
+    }
+    const std::string_view name = relative.substr(start, end - start);
+    if (!is_safe_component(name)) {
+      return make_error(std::string(relative), "unsafe path component");
+    }
+    auto next = open_or_make(current.get(), std::string(name), create, O_NOFOLLOW);
+    if (!next) {
+      return make_error(std::string(relative), next.error().message);
+    }
+    if (!next->valid()) {
+      return next;
+    }
+    current = std::move(*next);
+    start = end + 1;
+  }
+  return current;
+}
+
+Expected<void>
+fsync_directory(int dir_fd)
+{
+  if (::fsync(dir_fd) != 0) {
+    return Error{errno_text(errno)};
+  }
+  return {};
+}
+
+} // namespace fingerprint::util
