@@ -31,7 +31,11 @@ human(const store::ArtifactRecord& record)
   }
   const std::vector<std::string> header = {"PROJECT", "TARGET", "BUILD", "HOST", "TIME", "BUILD DIR"};
   auto section = [&](std::string_view title, const std::vector<store::Event>& events) {
-    text += "\n" + std::string(title) + ":\n";
+    // Appended piece by piece: g++ 12 warns falsely (-Wrestrict) on
+    // "literal" + std::string here.
+    text += '\n';
+    text += title;
+    text += ":\n";
     if (events.empty()) {
       text += "  (none recorded)\n";
       return;

@@ -58,10 +58,9 @@ looks_like_digest_key(std::string_view argument)
     return false;
   }
   const auto prefix = argument.substr(0, colon);
-  return std::all_of(prefix.begin(),
-                     prefix.end(),
-                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); })
-         && argument.find('/') == std::string_view::npos;
+  return std::all_of(prefix.begin(), prefix.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  });
 }
 
 } // namespace fingerprint::store

@@ -24,9 +24,10 @@ struct DigestKey
 Expected<DigestKey> parse_digest_key(std::string_view text);
 
 // True when a command-line argument is meant as a digest rather than a file:
-// "<letters and digits>:<anything without a slash>". Such an argument is then
-// validated strictly and never looked up on the filesystem; a file whose name
-// looks like that can be given as ./name.
+// "<letters and digits>:<anything>". Such an argument is then validated
+// strictly and never looked up on the filesystem (so "sha256:../../x" is
+// refused, not opened); a file whose name looks like that can be given as
+// ./name.
 bool looks_like_digest_key(std::string_view argument);
 
 } // namespace fingerprint::store

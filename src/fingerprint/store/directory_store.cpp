@@ -259,7 +259,7 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
   // Bounded: each retry means a compaction replaced the log meanwhile.
   for (int attempt = 0; attempt < 1000; ++attempt) {
     Fd fd(::openat(
-      dir_fd->get(), file_name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666));
+      dir_fd->get(), file_name.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666));
     if (!fd) {
       const char* why = errno == ELOOP ? "is a symbolic link (not followed inside the store)" : nullptr;
       return make_error(m_root + "/" + relative_path, why != nullptr ? why : util::errno_text(errno));

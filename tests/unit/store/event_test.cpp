@@ -1,0 +1,143 @@
+#include <fingerprint/store/digest_key.hpp>
+#include <fingerprint/store/event.hpp>
+
+#include <gtest/gtest.h>
+
+namespace fingerprint::store {
+namespace {
+
+const std::string k_a = "sha256:" + std::string(64, 'a');
+const std::string k_b = "sha256:" + std::string(64, 'b');
+
+Event
+sample(EventKind kind)
+{
+  Event event;
+  event.event = kind;
+  event.digest = k_a;
+  event.size = 123456789012;
+  event.path = "/work/build/lib/libcore.so.1";
+  event.project = "core";
+  event.version = "1.2.3";
+  event.target = "core";
+  event.build = "42";
+  event.build_dir = "/work/build";
+  event.host = "builder-1";
+  event.time = "2026-11-30T09:01:02.123Z";
+  if (kind == EventKind::consumed) {
+    event.product = k_b;
+  }
+  if (kind == EventKind::installed) {
+    event.from = k_b;
+  }
+  return event;
+}
+
+TEST(Event, SerializeParseSerializeIsByteIdenticalForEveryKind)
+{
+  for (const auto kind : {EventKind::produced, EventKind::consumed, EventKind::installed}) {
+    Event event = sample(kind);
+    // Characters JSON must escape, and non-ASCII text.
+    event.path = "/tmp/dir with \"quotes\"\\back\tslash/\xc3\xa9t\xc3\xa9\x01.so";
+    const std::string once = serialize(event);
+    auto parsed = parse_event(once);
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    EXPECT_EQ(*parsed, event);
+    EXPECT_EQ(serialize(*parsed), once);
+    EXPECT_EQ(once.find('\n'), std::string::npos) << "one event is one line";
+  }
+}
+
+TEST(Event, FieldsAreWrittenInTheDocumentedOrder)
+{
+  EXPECT_EQ(serialize(sample(EventKind::consumed)),
+            R"({"v":1,"event":"consumed","digest":")" + k_a
+              + R"(","size":123456789012,"path":"/work/build/lib/libcore.so.1","project":"core","version":"1.2.3",)"
+                R"("target":"core","build":"42","build_dir":"/work/build","host":"builder-1",)"
+                R"("time":"2026-11-30T09:01:02.123Z","product":")"
+              + k_b + R"("})");
+}
+
+TEST(Event, InvalidUtf8InPathsIsReplacedNotFatal)
+{
+  Event event = sample(EventKind::produced);
+  event.path = "/tmp/\xff\xfe";
+  const std::string line = serialize(event);
+  auto parsed = parse_event(line);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->path, "/tmp/\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+void
+expect_refused(const std::string& line, const std::string& reason)
+{
+  auto parsed = parse_event(line);
+  ASSERT_FALSE(parsed) << "accepted: " << line;
+  EXPECT_NE(parsed.error().message.find(reason), std::string::npos) << parsed.error().message;
+}
+
+std::string
+replace(std::string text, const std::string& from, const std::string& to)
+{
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(Event, MalformedLinesAreRefusedWithAReason)
+{
+  const std::string good = serialize(sample(EventKind::consumed));
+  ASSERT_TRUE(parse_event(good));
+  expect_refused("", "not valid JSON");
+  expect_refused(good.substr(0, good.size() / 2), "not valid JSON");
+  expect_refused(good + "x", "not valid JSON");
+  expect_refused("[1,2]", "must be a JSON object");
+  expect_refused("\"text\"", "must be a JSON object");
+  expect_refused(replace(good, R"("size":123456789012)", R"("size":"12")"), "field 'size' must not be a string");
+  expect_refused(replace(good, R"("size":123456789012)", R"("size":-1)"), "negative");
+  expect_refused(replace(good, R"("size":123456789012)", R"("size":1.5)"), "fraction");
+  expect_refused(replace(good, R"("host":"builder-1")", R"("host":{"a":1})"), "field 'host' must not be an object");
+  expect_refused(replace(good, R"("host":"builder-1")", R"("host":[1])"), "field 'host' must not be an array");
+  expect_refused(replace(good, R"("host":"builder-1")", R"("host":null)"), "field 'host' must not be null");
+  expect_refused(replace(good, R"("host":"builder-1",)", ""), "missing field 'host'");
+  expect_refused(replace(good, R"("event":"consumed")", R"("event":"stolen")"), "unknown event kind 'stolen'");
+  expect_refused(replace(good, k_a, "sha256:abc"), "field 'digest'");
+  expect_refused(replace(good, k_a, "sha256:../../etc/passwd"), "field 'digest'");
+  expect_refused(replace(good, k_b, "sha256:" + std::string(64, 'A')), "field 'product'");
+  expect_refused(replace(good, R"(,"product":")" + k_b + "\"", ""), "missing field 'product'");
+  expect_refused(replace(good, R"("v":1)", R"("v":2)"), "newer than this fingerprint understands");
+  expect_refused(replace(good, R"("project":"core")", R"("project":"core","project":"x")"), "appears twice");
+  expect_refused(std::string(10000, '[') + std::string(10000, ']'), "must be a JSON object");
+}
+
+TEST(Event, FlatFieldsFromANewerWriterAreSkipped)
+{
+  const std::string good = serialize(sample(EventKind::produced));
+  auto parsed = parse_event(replace(good, R"("v":1,)", R"("v":1,"compiler":"gcc","level":3,)"));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, sample(EventKind::produced));
+}
+
+TEST(DigestKey, OnlyAlgorithmColonExactLowercaseHexIsAccepted)
+{
+  auto key = parse_digest_key("sha256:" + std::string(64, 'a'));
+  ASSERT_TRUE(key);
+  EXPECT_EQ(key->log_path(), "objects/sha256/aa/" + std::string(64, 'a') + ".jsonl");
+  EXPECT_TRUE(parse_digest_key("md5:" + std::string(32, '0')));
+  EXPECT_FALSE(parse_digest_key("sha256:" + std::string(63, 'a')));
+  EXPECT_FALSE(parse_digest_key("sha256:" + std::string(65, 'a')));
+  EXPECT_FALSE(parse_digest_key("sha256:" + std::string(64, 'A')));
+  EXPECT_FALSE(parse_digest_key("sha256:" + std::string(62, 'a') + "/."));
+  EXPECT_FALSE(parse_digest_key("md5:" + std::string(64, 'a')));
+  EXPECT_FALSE(parse_digest_key("md9:" + std::string(64, 'a')));
+  EXPECT_FALSE(parse_digest_key(std::string(64, 'a')));
+
+  EXPECT_TRUE(looks_like_digest_key("sha256:abc"));
+  EXPECT_TRUE(looks_like_digest_key("sha256:../x"));
+  EXPECT_FALSE(looks_like_digest_key("./sha256:abc"));
+  EXPECT_FALSE(looks_like_digest_key("lib/libfoo.so"));
+  EXPECT_FALSE(looks_like_digest_key(":abc"));
+}
+
+} // namespace
+} // namespace fingerprint::store

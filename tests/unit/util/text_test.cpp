@@ -1,0 +1,68 @@
+#include <fingerprint/util/fs.hpp>
+#include <fingerprint/util/parallel.hpp>
+#include <fingerprint/util/table.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace fingerprint::util {
+namespace {
+
+TEST(Text, HexAndHexValidation)
+{
+  const unsigned char bytes[] = {0x00, 0x9f, 0xff};
+  EXPECT_EQ(to_hex(bytes, 3), "009fff");
+  EXPECT_TRUE(is_lower_hex("009fff", 6));
+  EXPECT_FALSE(is_lower_hex("009FFF", 6));
+  EXPECT_FALSE(is_lower_hex("009ff", 6));
+  EXPECT_FALSE(is_lower_hex("009ffg", 6));
+}
+
+TEST(Text, EditDistance)
+{
+  EXPECT_EQ(edit_distance("show", "show"), 0u);
+  EXPECT_EQ(edit_distance("shwo", "show"), 2u);
+  EXPECT_EQ(edit_distance("recrd", "record"), 1u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+}
+
+TEST(Text, Rfc3339InUtcWithMilliseconds)
+{
+  EXPECT_EQ(format_rfc3339(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(format_rfc3339(1'796'029'262'123'456'789), "2026-11-30T09:01:02.123Z");
+}
+
+TEST(Fs, SafeComponents)
+{
+  EXPECT_TRUE(is_safe_component("abc.jsonl"));
+  EXPECT_FALSE(is_safe_component(""));
+  EXPECT_FALSE(is_safe_component("."));
+  EXPECT_FALSE(is_safe_component(".."));
+  EXPECT_FALSE(is_safe_component("a/b"));
+  EXPECT_FALSE(is_safe_component(std::string("a\0b", 3)));
+}
+
+TEST(Parallel, EveryIndexRunsExactlyOnce)
+{
+  for (const unsigned jobs : {1u, 2u, 8u}) {
+    std::vector<std::atomic<int>> hits(1000);
+    parallel_for(hits.size(), jobs, [&](size_t index, unsigned worker) {
+      EXPECT_LT(worker, jobs);
+      ++hits[index];
+    });
+    for (const auto& hit : hits) {
+      EXPECT_EQ(hit.load(), 1);
+    }
+  }
+}
+
+TEST(Table, ColumnsAreAligned)
+{
+  EXPECT_EQ(format_table({{"A", "BB"}, {"ccc", "d"}}, 1), " A    BB\n ccc  d\n");
+}
+
+} // namespace
+} // namespace fingerprint::util

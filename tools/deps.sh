@@ -1,0 +1,35 @@
+# Sourced by demo.sh and test.sh: installs the Debian/Ubuntu packages that
+# are missing, and only those. Idempotent; says what it does.
+
+fingerprint_say() { printf '==> %s\n' "$*"; }
+
+# fingerprint_install_packages PACKAGE...
+fingerprint_install_packages() {
+  local missing=() package
+  for package in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+      missing+=("$package")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    fingerprint_say "packages already installed: $*"
+    return 0
+  fi
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "error: need root or sudo to install: ${missing[*]}" >&2; return 1; }
+    sudo=(sudo)
+  fi
+  fingerprint_say "installing missing packages: ${missing[*]}"
+  # Package lists may be absent on a fresh machine (or stale): refresh once.
+  if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+    fingerprint_say "refreshing the package lists (apt-get update)"
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# What building the runner needs.
+FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann-json3-dev)
+# What the test suite needs on top.
+FINGERPRINT_TEST_PACKAGES=(libgtest-dev libbenchmark-dev python3 coreutils util-linux clang-format)
