@@ -42,5 +42,6 @@ const Command& record_command();
 const Command& show_command();
 const Command& consumers_command();
 const Command& verify_command();
+const Command& launch_command();
 
 } // namespace fingerprint::cmd

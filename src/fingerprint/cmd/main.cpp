@@ -26,7 +26,7 @@ std::span<const Command* const>
 table()
 {
   static const Command* const k_table[] = {
-    &digest_command(), &record_command(), &show_command(), &consumers_command(), &verify_command()};
+    &digest_command(), &record_command(), &show_command(), &consumers_command(), &verify_command(), &launch_command()};
   return k_table;
 }
 

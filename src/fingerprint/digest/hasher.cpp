@@ -11,13 +11,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-// The mmap threshold, measured with `fingerprint_bench --benchmark_filter=BM_DigestFile`
-// (sha256, page-cache-hot files, 2-core AMD EPYC with SHA extensions):
-// see the commit that set k_mmap_threshold for the table. Below the threshold
-// the cost of setting up and tearing down a mapping (mmap, page faults,
-// munmap with its TLB shootdown) exceeds the copy that read() makes; above it
-// mapping avoids copying every byte once more through the cache.
-
 namespace fingerprint::digest {
 
 namespace {

@@ -1,7 +1,9 @@
 #include <fingerprint/util/fd.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fingerprint::util {
@@ -64,10 +66,21 @@ write_all(int fd, std::string_view data)
 Expected<std::string>
 read_all(int fd)
 {
+  // Read straight into the string, sized from fstat when the descriptor is
+  // a file, so a large log is not copied through a bounce buffer and
+  // reallocated as it grows.
   std::string result;
-  char buffer[65536];
+  struct stat st {};
+  size_t capacity = 65536;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    capacity = static_cast<size_t>(st.st_size) + 1; // +1 sees end of file in one call
+  }
+  size_t used = 0;
   while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (used == result.size()) {
+      result.resize(std::max(capacity, result.size() * 2));
+    }
+    const ssize_t n = ::read(fd, result.data() + used, result.size() - used);
     if (n < 0) {
       if (errno == EINTR) {
         continue;
@@ -75,9 +88,10 @@ read_all(int fd)
       return Error{errno_text(errno)};
     }
     if (n == 0) {
+      result.resize(used);
       return result;
     }
-    result.append(buffer, static_cast<size_t>(n));
+    used += static_cast<size_t>(n);
   }
 }
 

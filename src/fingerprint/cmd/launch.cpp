@@ -1,0 +1,184 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/core/build_id.hpp>
+#include <fingerprint/core/link_inputs.hpp>
+#include <fingerprint/core/recorder.hpp>
+
+#include <filesystem>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"project", OptionKind::value, "P", "the project; required"},
+  {"version", OptionKind::value, "V", "the project's version"},
+  {"target", OptionKind::value, "T", "the target whose link rule this is; required"},
+  {"output", OptionKind::value, "FILE", "the file the rule produces; required"},
+  {"type", OptionKind::value, "TYPE", "EXECUTABLE, STATIC_LIBRARY, SHARED_LIBRARY or MODULE_LIBRARY"},
+  {"build-dir", OptionKind::value, "D", "the build tree (its build ids are counted there); required"},
+  {"record-after", OptionKind::value, "TOOL", "record only after the command run by TOOL (ranlib for archives)"},
+  {"depfile-driver", OptionKind::values, "CC", "compiler drivers that accept -Wl,--dependency-file="},
+  {"args-dir", OptionKind::value, "DIR", "per-target settings written by the CMake module at generate time"},
+  {"required", OptionKind::flag, {}, "fail the build step when recording fails (else warn)"},
+  {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
+};
+
+std::string
+base_name(const std::string& path)
+{
+  return std::filesystem::path(path).filename().string();
+}
+
+// Runs the build step's own command and returns its exit status (128 + the
+// signal number when it died of one, as a shell reports it).
+Expected<int>
+run_command(const std::vector<std::string>& command)
+{
+  std::vector<char*> argv;
+  argv.reserve(command.size() + 1);
+  for (const auto& argument : command) {
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  }
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  if (spawned != 0) {
+    return make_error(command.front(), util::errno_text(spawned));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      return make_error(command.front(), util::errno_text(errno));
+    }
+  }
+  if (WIFEXITED(status)) {
+    return WEXITSTATUS(status);
+  }
+  return 128 + WTERMSIG(status);
+}
+
+int
+run(const Args& args, Context& context)
+{
+  std::vector<std::string> command = args.positional();
+  const auto project = args.value("project");
+  const auto target = args.value("target");
+  const auto output = args.value("output");
+  const auto build_dir = args.value("build-dir");
+  if (command.empty() || !project || !target || !output || !build_dir) {
+    print_error(context, "launch: --project, --target, --output, --build-dir and -- COMMAND... are required");
+    return k_exit_usage;
+  }
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    print_error(context, "launch: " + algorithm.error().message);
+    return k_exit_usage;
+  }
+  const std::string type = args.value("type").value_or("EXECUTABLE");
+  const auto record_after = args.value("record-after");
+  // An archive is made by several commands (rm, ar, ranlib); only the
+  // last one leaves the final bytes.
+  const bool final_step = !record_after || base_name(command.front()) == base_name(*record_after);
+  const bool links = type == "EXECUTABLE" || type == "SHARED_LIBRARY" || type == "MODULE_LIBRARY";
+
+  std::string depfile;
+  if (final_step && links) {
+    for (const auto& driver : args.values("depfile-driver")) {
+      if (command.front() == driver || base_name(command.front()) == base_name(driver)) {
+        depfile = core::depfile_path(*build_dir, *target);
+        command.push_back("-Wl,--dependency-file=" + depfile);
+        break;
+      }
+    }
+  }
+
+  auto status = run_command(command);
+  if (!status) {
+    print_error(context, status.error().message);
+    return 127;
+  }
+  if (*status != 0 || !final_step) {
+    if (!depfile.empty()) {
+      ::unlink(depfile.c_str());
+    }
+    return *status;
+  }
+
+  const std::string absolute_output = absolute_path(*output);
+  const std::string absolute_build_dir = absolute_path(*build_dir);
+  auto inputs = core::collect_link_inputs(command, depfile, absolute_output, absolute_build_dir, links);
+  if (!depfile.empty()) {
+    ::unlink(depfile.c_str());
+  }
+  core::TargetSettings settings;
+  if (auto dir = args.value("args-dir")) {
+    auto loaded = core::load_target_settings(*dir, *target, absolute_output);
+    if (!loaded) {
+      print_error(context, loaded.error().message);
+      return args.flag("required") ? k_exit_failure : k_exit_ok;
+    }
+    settings = std::move(*loaded);
+  }
+
+  core::RecordRequest request;
+  request.project = *project;
+  request.version = args.value("version").value_or("");
+  request.target = *target;
+  request.build_dir = absolute_build_dir;
+  request.algorithm = *algorithm;
+  request.produced = {absolute_output};
+  for (const auto& path : settings.produces) {
+    request.produced.push_back(absolute_path(path));
+  }
+  request.consumed = std::move(inputs);
+  for (const auto& path : settings.consumes) {
+    request.consumed.push_back(absolute_path(path));
+  }
+  auto outcome = [&]() -> Expected<size_t> {
+    auto root = store_path(args);
+    if (!root) {
+      return root.error();
+    }
+    request.store_root = *root;
+    request.build_id = core::build_id_from_environment();
+    if (request.build_id.empty()) {
+      auto counted = core::build_id_from_invocation(absolute_build_dir);
+      if (!counted) {
+        return counted.error();
+      }
+      request.build_id = *counted;
+    }
+    return core::record(request, [&](const Error& error) { print_error(context, error.message); });
+  }();
+  if (!outcome) {
+    if (args.flag("required")) {
+      print_error(context, *target + ": " + outcome.error().message + " (FINGERPRINT_REQUIRED is ON)");
+      return k_exit_failure;
+    }
+    print_warning(context, *target + ": not fingerprinted: " + outcome.error().message +
+                             " (FINGERPRINT_REQUIRED is OFF, the build goes on)");
+  }
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+launch_command()
+{
+  static const Command k_command{
+    "launch",
+    "--project P --target T --output FILE --build-dir D [--type TYPE] [options] -- COMMAND...",
+    "run a link rule's command and record what it produced and consumed (the CMake module's hook)",
+    k_options,
+    run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <fingerprint/util/expected.hpp>
+
+#include <string>
+
+namespace fingerprint::core {
+
+// $FINGERPRINT_BUILD_ID, else the CI system's own run id (GitHub Actions,
+// GitLab, Jenkins, Buildkite); empty when neither is set.
+std::string build_id_from_environment();
+
+// A build id from the time and the process: for `record` run by hand.
+std::string build_id_from_time();
+
+// The per-build-tree sequence number of the build tool invocation running
+// this process (DESIGN.md section 7): every hook under one `ninja` (or
+// `make`) run gets the same number, the next run the next one. The
+// invocation is recognised by the build tool's process id and start time,
+// found by walking up the process tree; the counter lives in
+// <build_dir>/CMakeFiles/fingerprint/build-sequence, under a lock. The id
+// is "<number>-<tag>", the tag being random per build tree so that two
+// trees of one project never share an id.
+Expected<std::string> build_id_from_invocation(const std::string& build_dir);
+
+// Identifies the build tool invocation that is an ancestor of this process
+// ("<pid>:<start time>"); exposed for tests.
+std::string invocation_identity();
+
+} // namespace fingerprint::core
