@@ -161,8 +161,9 @@ run(const Args& args, Context& context)
       print_error(context, *target + ": " + outcome.error().message + " (FINGERPRINT_REQUIRED is ON)");
       return k_exit_failure;
     }
-    print_warning(context, *target + ": not fingerprinted: " + outcome.error().message +
-                             " (FINGERPRINT_REQUIRED is OFF, the build goes on)");
+    print_warning(context,
+                  *target + ": not fingerprinted: " + outcome.error().message
+                    + " (FINGERPRINT_REQUIRED is OFF, the build goes on)");
   }
   return k_exit_ok;
 }

@@ -24,7 +24,8 @@ absolute(const std::string& path)
 bool
 is_regular_file(const std::string& path)
 {
-  struct stat st {};
+  struct stat st
+  {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 

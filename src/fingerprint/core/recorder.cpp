@@ -41,8 +41,8 @@ record(const RecordRequest& request, const std::function<void(const Error&)>& on
     }
   }
   if (failures > 0) {
-    return Error{"nothing recorded: " + std::to_string(failures) + (failures == 1 ? " file" : " files") +
-                 " could not be digested"};
+    return Error{"nothing recorded: " + std::to_string(failures) + (failures == 1 ? " file" : " files")
+                 + " could not be digested"};
   }
 
   store::Event common;

@@ -70,7 +70,8 @@ read_all(int fd)
   // a file, so a large log is not copied through a bounce buffer and
   // reallocated as it grows.
   std::string result;
-  struct stat st {};
+  struct stat st
+  {};
   size_t capacity = 65536;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     capacity = static_cast<size_t>(st.st_size) + 1; // +1 sees end of file in one call

@@ -1,0 +1,237 @@
+# Shared helpers for the command-line tests. Sourced by each script with the
+# runner as the first argument:  source lib.sh "$@"
+#
+# Every check prints "ok: ..." or "FAIL: ..." and counts failures; the script
+# ends with `finish`, which exits 1 if any check failed. The temp dir $T is
+# removed on success and kept (its path printed) on failure.
+
+FP=${1:?usage: $0 /path/to/fingerprint}
+TEST_NAME=$(basename "$0" .sh)
+failures=0
+checks=0
+SHOWN=0
+
+if [[ ! -x $FP ]]; then
+  echo "FAIL: $TEST_NAME: the runner '$FP' is not an executable file" >&2
+  exit 1
+fi
+FP=$(realpath "$FP")
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-cli-$TEST_NAME.XXXXXX")
+export FINGERPRINT_CACHE_DIR=$T/cache
+unset FINGERPRINT_DIR FINGERPRINT_BUILD_ID
+cd "$T"
+
+on_exit() {
+  local rc=$?
+  if ((rc == 0 && failures == 0)); then
+    rm -rf "$T"
+  else
+    echo "$TEST_NAME: FAILED (exit $rc, $failures failed checks of $checks); kept $T" >&2
+    exit 1
+  fi
+}
+trap on_exit EXIT
+
+fail() {
+  failures=$((failures + 1))
+  echo "FAIL: $TEST_NAME: $*" >&2
+}
+
+ok() {
+  echo "ok: $*"
+}
+
+# check COND-RESULT MESSAGE: the common ending of every check.
+_result() {
+  local passed=$1
+  shift
+  checks=$((checks + 1))
+  if ((passed)); then ok "$@"; else fail "$@"; fi
+}
+
+# run CMD ARGS...: runs with a 10 s timeout; stdout in $T/out (and $OUT),
+# stderr in $T/err (and $ERR), exit code in $RC. A timeout is a failure.
+run() {
+  RC=0
+  timeout 10 "$@" >"$T/out" 2>"$T/err" || RC=$?
+  SHOWN=0
+  OUT=$(cat "$T/out")
+  ERR=$(cat "$T/err")
+  if ((RC == 124)); then
+    fail "timed out after 10 s: $*"
+  fi
+}
+
+# show_output: what the last `run` printed, once per run, after a failure.
+show_output() {
+  if ((SHOWN)); then return; fi
+  SHOWN=1
+  echo "  --- exit code: $RC"
+  echo "  --- stdout:"
+  head -40 "$T/out" | sed "s/^/  | /"
+  echo "  --- stderr:"
+  head -40 "$T/err" | sed "s/^/  | /"
+}
+
+# expect_rc N WHAT: the last `run` exited with N.
+expect_rc() {
+  local want=$1
+  shift
+  if ((RC == want)); then
+    _result 1 "$* exits $want"
+  else
+    _result 0 "$* exits $RC, expected $want"; show_output >&2
+  fi
+}
+
+# expect_in out|err|both TEXT WHAT: stdout, stderr or either of the last
+# run contains TEXT (fixed string, case-insensitive).
+expect_in() {
+  local file=$1 text=$2
+  shift 2
+  if _grep_output "$file" "$text"; then
+    _result 1 "$*: $(_label "$file") contains '$text'"
+  else
+    _result 0 "$*: $(_label "$file") does not contain '$text'"; show_output >&2
+  fi
+}
+
+expect_not_in() {
+  local file=$1 text=$2
+  shift 2
+  if _grep_output "$file" "$text"; then
+    _result 0 "$*: $(_label "$file") contains '$text' but must not"; show_output >&2
+  else
+    _result 1 "$*: $(_label "$file") does not contain '$text'"
+  fi
+}
+
+_grep_output() {
+  case $1 in
+    both) grep -qiF -- "$2" "$T/out" "$T/err" ;;
+    *) grep -qiF -- "$2" "$T/$1" ;;
+  esac
+}
+
+_label() {
+  case $1 in
+    both) echo "stdout/stderr" ;;
+    *) echo "std$1" ;;
+  esac
+}
+
+# expect_eq ACTUAL EXPECTED WHAT
+expect_eq() {
+  local actual=$1 expected=$2
+  shift 2
+  if [[ $actual == "$expected" ]]; then
+    _result 1 "$*"
+  else
+    _result 0 "$*: got '$actual', expected '$expected'"
+  fi
+}
+
+# expect_same_file A B WHAT: byte-identical files.
+expect_same_file() {
+  local a=$1 b=$2
+  shift 2
+  if cmp -s -- "$a" "$b"; then
+    _result 1 "$*"
+  else
+    _result 0 "$*: files differ:"$'\n'"$(diff -- "$a" "$b" | head -20 | cat -A | sed 's/^/  | /')"
+  fi
+}
+
+# expect_file PATH WHAT / expect_no_file PATH WHAT
+expect_file() {
+  local path=$1
+  shift
+  if [[ -f $path ]]; then _result 1 "$*: $path exists"; else _result 0 "$*: $path does not exist"; fi
+}
+expect_no_file() {
+  local path=$1
+  shift
+  if [[ -e $path || -L $path ]]; then _result 0 "$*: $path exists but must not"; else _result 1 "$*: no $path"; fi
+}
+
+# expect_json FILE PYTHON-EXPR WHAT: FILE parses as JSON and the expression
+# (with the document bound to `d`) is true.
+expect_json() {
+  expect_json_each "$1" <<<"$3 :: $2"
+}
+
+# expect_json_each FILE <<EOF
+#   WHAT :: PYTHON-EXPR
+#   ...
+# EOF
+# One python3 run for many checks of one JSON document (bound to `d`).
+expect_json_each() {
+  local file=$1 spec line want got=0
+  spec=$(cat)
+  want=$(grep -c ' :: ' <<<"$spec")
+  while IFS= read -r line; do
+    case $line in
+      "PASS "*) got=$((got + 1)); _result 1 "${line#PASS }" ;;
+      "FAIL "*) got=$((got + 1)); _result 0 "${line#FAIL }" ;;
+      *) echo "  | $line" >&2 ;;
+    esac
+  done < <(python3 - "$file" "$spec" 2>&1 <<'EOF'
+import json, re, sys
+checks = [l.strip().split(" :: ", 1) for l in sys.argv[2].splitlines() if " :: " in l]
+try:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        d = json.load(f)
+except Exception as e:
+    for what, expr in checks:
+        print(f"FAIL {what}: {sys.argv[1]} is not valid JSON: {e}")
+    sys.exit()
+shown = False
+for what, expr in checks:
+    try:
+        good = bool(eval(expr))
+        why = "is false"
+    except Exception as e:
+        good, why = False, f"raised {e!r}"
+    print(f"PASS {what}" if good else f"FAIL {what}: `{expr}` {why}")
+    if not good and not shown:
+        shown = True
+        print(json.dumps(d, indent=1)[:3000])
+EOF
+  )
+  if ((got != want)); then
+    _result 0 "expected $want JSON check results for $file, got $got (is python3 working?)"
+  fi
+}
+
+# snapshot DIR: names, sizes, modes and contents of everything in DIR.
+snapshot() {
+  if [[ ! -d $1 ]]; then
+    echo "(no directory $1)"
+    return
+  fi
+  (cd "$1" && find . -printf '%P %s %m %y\n' | sort && find . -type f -print0 | sort -z | xargs -0r sha256sum) 2>&1 || true
+}
+
+# expect_unchanged DIR BEFORE-FILE WHAT: DIR matches a saved snapshot.
+expect_unchanged() {
+  local dir=$1 before=$2
+  shift 2
+  local after
+  after=$(snapshot "$dir")
+  if [[ $after == "$(cat "$before")" ]]; then
+    _result 1 "$*: store unchanged"
+  else
+    _result 0 "$*: store changed:"$'\n'"$(diff "$before" <(echo "$after") | sed 's/^/  | /')"
+  fi
+}
+
+finish() {
+  if ((checks == 0)); then
+    fail "no checks ran"
+  fi
+  if ((failures > 0)); then
+    exit 1
+  fi
+  echo "$TEST_NAME: all $checks checks passed"
+}
