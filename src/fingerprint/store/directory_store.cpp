@@ -433,7 +433,7 @@ DirectoryStore::compact(const DigestKey& key) const
   for (int attempt = 0; attempt < 1000; ++attempt) {
     Fd fd(::openat(dir_fd->get(), file_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (!fd) {
-      return make_error(full, util::errno_text(errno));
+      return make_error(full, errno == ENOENT ? "no such log" : util::errno_text(errno));
     }
     if (!lock(fd.get(), LOCK_EX)) {
       return make_error(full, "cannot lock: " + util::errno_text(errno));
