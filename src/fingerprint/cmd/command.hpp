@@ -43,5 +43,7 @@ const Command& show_command();
 const Command& consumers_command();
 const Command& verify_command();
 const Command& launch_command();
+const Command& installed_command();
+const Command& check_command();
 
 } // namespace fingerprint::cmd

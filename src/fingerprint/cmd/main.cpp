@@ -25,8 +25,14 @@ constexpr std::string_view k_overview = "usage: fingerprint [--store DIR] <comma
 std::span<const Command* const>
 table()
 {
-  static const Command* const k_table[] = {
-    &digest_command(), &record_command(), &show_command(), &consumers_command(), &verify_command(), &launch_command()};
+  static const Command* const k_table[] = {&digest_command(),
+                                           &record_command(),
+                                           &show_command(),
+                                           &consumers_command(),
+                                           &verify_command(),
+                                           &check_command(),
+                                           &launch_command(),
+                                           &installed_command()};
   return k_table;
 }
 

@@ -325,6 +325,35 @@ DirectoryStore::append(const std::vector<Event>& events) const
   return {};
 }
 
+Expected<void>
+DirectoryStore::append_link(const DigestKey& log, const Event& event) const
+{
+  if (!m_root_fd) {
+    return make_error(m_root, "store not opened for writing");
+  }
+  return append_line(log.log_path(), serialize(event));
+}
+
+Expected<std::string>
+DirectoryStore::read_raw_log(const DigestKey& key) const
+{
+  if (!m_root_fd) {
+    return std::string();
+  }
+  auto fd = open_below(m_root_fd.get(), key.log_path(), O_RDONLY | O_NONBLOCK, false);
+  if (!fd) {
+    return make_error(m_root + "/" + key.log_path(), fd.error().message);
+  }
+  if (!fd->valid()) {
+    return std::string();
+  }
+  auto text = util::read_all(fd->get());
+  if (!text) {
+    return make_error(m_root + "/" + key.log_path(), text.error().message);
+  }
+  return text;
+}
+
 Expected<LogContents>
 DirectoryStore::read_file(const std::string& relative_path) const
 {

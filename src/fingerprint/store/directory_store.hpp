@@ -78,6 +78,14 @@ public:
   // Appends each event to its artifact's log and to its build's index.
   Expected<void> append(const std::vector<Event>& events) const;
 
+  // Appends `event` to the log of another artifact, `log` (not to a build
+  // index): an installed copy's event also goes to the log of the
+  // build-tree file it came from, so either can be found from the other.
+  Expected<void> append_link(const DigestKey& log, const Event& event) const;
+
+  // One artifact's log as stored, for byte-level checks; empty when absent.
+  Expected<std::string> read_raw_log(const DigestKey& key) const;
+
   // Everything readable in one artifact's log; a log that does not exist
   // reads as empty.
   Expected<LogContents> read_log(const DigestKey& key) const;

@@ -14,6 +14,10 @@ fold_record(const DigestKey& key, LogContents contents)
   record.problems = std::move(contents.problems);
   record.torn_tail = contents.torn_tail;
   for (Event& event : contents.events) {
+    if (event.event == EventKind::installed && event.digest != key.str() && event.from == key.str()) {
+      record.installed_copies.push_back(std::move(event));
+      continue;
+    }
     if (event.digest != key.str()) {
       record.problems.push_back({key.log_path(), 0, "event for " + event.digest + " in the log of " + key.str()});
       continue;
@@ -55,6 +59,14 @@ find_consumers(const DirectoryStore& store, const DigestKey& key, bool transitiv
       return record.error();
     }
     problems.insert(problems.end(), record->problems.begin(), record->problems.end());
+    for (const Event& copy : record->installed_copies) {
+      if (expanded.insert(copy.digest).second) {
+        if (auto installed = parse_digest_key(copy.digest)) {
+          // The same artifact under other bytes: its consumers are as near.
+          queue.emplace_front(std::move(*installed), depth);
+        }
+      }
+    }
     for (Event& event : record->consumers) {
       if (transitive && expanded.insert(event.product).second) {
         if (auto product = parse_digest_key(event.product)) {

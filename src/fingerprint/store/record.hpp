@@ -14,9 +14,13 @@ struct ArtifactRecord
 {
   DigestKey key;
   uint64_t size = 0;
-  std::vector<std::string> names;   // every path it was seen under, first seen first
-  std::vector<Event> producers;     // produced and installed events
-  std::vector<Event> consumers;     // consumed events
+  std::vector<std::string> names; // every path it was seen under, first seen first
+  std::vector<Event> producers;   // produced and installed events
+  std::vector<Event> consumers;   // consumed events
+  // Installed copies of this artifact (their `installed` events, whose
+  // `from` is this artifact): the bytes differ (RPATHs rewritten), the
+  // artifact is the same.
+  std::vector<Event> installed_copies;
   std::vector<LogProblem> problems; // lines that could not be read
   bool torn_tail = false;
 
@@ -37,9 +41,9 @@ struct ConsumerHit
   int depth = 1; // 1: consumed the artifact itself; 2: consumed a product of depth 1; ...
 };
 
-// Who consumed `key`; with `transitive`, also who consumed their products,
-// breadth first, each product expanded once (so cycles end). Problems met in
-// any log are appended to `problems`.
+// Who consumed `key` or an installed copy of it; with `transitive`, also who
+// consumed their products, breadth first, each product expanded once (so
+// cycles end). Problems met in any log are appended to `problems`.
 Expected<std::vector<ConsumerHit>> find_consumers(const DirectoryStore& store,
                                                   const DigestKey& key,
                                                   bool transitive,

@@ -1,0 +1,169 @@
+#[=======================================================================[.rst:
+Fingerprint
+-----------
+
+Records, for every target a build links, which build produced its file and
+which files it consumed, in a fingerprint store shared by every project on
+the machine. Query it with the ``fingerprint`` runner (``fingerprint show``,
+``fingerprint consumers --transitive``, ``fingerprint verify``).
+
+Three ways to use it:
+
+.. code-block:: cmake
+
+  find_package(Fingerprint REQUIRED)   # an installed Fingerprint
+  include(Fingerprint)
+
+  list(APPEND CMAKE_MODULE_PATH <checkout>/cmake-modules)   # a checkout
+  include(Fingerprint)
+
+or, for a project that does not mention Fingerprint at all::
+
+  cmake -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=<prefix>/lib/cmake/Fingerprint/Fingerprint.cmake ...
+
+At the end of the top-level directory every executable, static, shared and
+module library (in any subdirectory) gets a link launcher (``RULE_LAUNCH_LINK``)
+that runs its link as usual and then ``fingerprint launch`` records the
+produced file and what the link consumed: the linker's own dependency file
+(``-Wl,--dependency-file=``, detected at configure time) or else the libraries
+on the link line. ``install()`` ed copies are recorded at install time as
+``installed`` events linked to the build-tree file they came from.
+
+Cache variables:
+
+``FINGERPRINT_DIR``
+  The store. Empty (the default): the runner's own default,
+  ``$FINGERPRINT_DIR`` at build time or ``${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint``.
+
+``FINGERPRINT_AUTO``
+  ``ON`` (default): fingerprint every buildable target. ``OFF``: only those
+  named in :command:`fingerprint_target`.
+
+``FINGERPRINT_REQUIRED``
+  ``OFF`` (default): a hook that cannot record prints one warning and the
+  build goes on. ``ON``: the build step fails.
+
+``FINGERPRINT_RUNNER``
+  The ``fingerprint`` executable. Found next to an installed package, built
+  in the same tree when this repository is a subproject, or on ``PATH``.
+
+``FINGERPRINT_ALGORITHM``
+  ``sha256`` (default), ``sha512``, ``sha1``, ``md5`` or ``blake2b512``.
+
+Build ids: ``$FINGERPRINT_BUILD_ID`` at build time, else the CI's run id
+(GitHub Actions, GitLab, Jenkins, Buildkite), else a per-build-tree sequence
+number that advances once per ``ninja`` (or ``make``) invocation.
+
+.. command:: fingerprint_target
+
+  .. code-block:: cmake
+
+    fingerprint_target(<target> [CONSUMES <file>...] [PRODUCES <file>...])
+
+  Fingerprints ``<target>`` (also when ``FINGERPRINT_AUTO`` is ``OFF``).
+  ``CONSUMES`` names files the target reads that the linker does not see
+  (data it embeds, a generator's input); ``PRODUCES`` names further files
+  its link step writes. Both may be given again later: they are read at
+  generate time from the ``FINGERPRINT_CONSUMES`` and
+  ``FINGERPRINT_PRODUCES`` target properties.
+
+.. command:: fingerprint_exclude
+
+  .. code-block:: cmake
+
+    fingerprint_exclude(<target>...)
+
+  Leaves the targets out (sets their ``FINGERPRINT_EXCLUDE`` property).
+
+.. command:: fingerprint_add_tests
+
+  .. code-block:: cmake
+
+    fingerprint_add_tests([TARGETS <target>...])
+
+  Registers one CTest test per fingerprinted target (or per ``<target>``
+  given), named ``fingerprint.<target>``. It re-digests the target's file,
+  checks that the store holds a producer event for those bytes from this
+  build tree, and that every line of its record survives
+  serialize -> parse -> serialize byte for byte. Call after
+  ``enable_testing()``.
+#]=======================================================================]
+
+include_guard(GLOBAL)
+
+set(FINGERPRINT_DIR "" CACHE PATH "The fingerprint store (empty: the runner's default)")
+option(FINGERPRINT_AUTO "Fingerprint every executable and library target" ON)
+option(FINGERPRINT_REQUIRED "Fail the build when a target cannot be fingerprinted" OFF)
+set(FINGERPRINT_ALGORITHM "sha256" CACHE STRING "Digest algorithm of the fingerprints")
+set_property(CACHE FINGERPRINT_ALGORITHM PROPERTY STRINGS sha256 sha512 sha1 md5 blake2b512)
+
+# The module's own directory, for the installed layout's runner lookup.
+set(_FINGERPRINT_MODULE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+
+function(fingerprint_target target)
+  list(APPEND CMAKE_MESSAGE_CONTEXT fingerprint)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "CONSUMES;PRODUCES")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "fingerprint_target(${target}): unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "fingerprint_target(${target}): no such target")
+  endif()
+  get_target_property(type "${target}" TYPE)
+  if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY)$")
+    message(FATAL_ERROR "fingerprint_target(${target}): a ${type} has no link step to hook; "
+      "only executables and static, shared and module libraries can be fingerprinted")
+  endif()
+  get_property(known GLOBAL PROPERTY _FINGERPRINT_TARGETS)
+  if("${target}" IN_LIST known)
+    message(WARNING "fingerprint_target(${target}) was called before; the new CONSUMES/PRODUCES are added")
+  else()
+    set_property(GLOBAL APPEND PROPERTY _FINGERPRINT_TARGETS "${target}")
+  endif()
+  foreach(file IN LISTS arg_CONSUMES)
+    cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE)
+    set_property(TARGET "${target}" APPEND PROPERTY FINGERPRINT_CONSUMES "${file}")
+  endforeach()
+  foreach(file IN LISTS arg_PRODUCES)
+    cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}" NORMALIZE)
+    set_property(TARGET "${target}" APPEND PROPERTY FINGERPRINT_PRODUCES "${file}")
+  endforeach()
+endfunction()
+
+function(fingerprint_exclude)
+  list(APPEND CMAKE_MESSAGE_CONTEXT fingerprint)
+  foreach(target IN LISTS ARGN)
+    if(NOT TARGET "${target}")
+      message(FATAL_ERROR "fingerprint_exclude(${target}): no such target")
+    endif()
+    set_property(TARGET "${target}" PROPERTY FINGERPRINT_EXCLUDE ON)
+  endforeach()
+endfunction()
+
+function(fingerprint_add_tests)
+  list(APPEND CMAKE_MESSAGE_CONTEXT fingerprint)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "" "TARGETS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "fingerprint_add_tests: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  foreach(target IN LISTS arg_TARGETS)
+    if(NOT TARGET "${target}")
+      message(FATAL_ERROR "fingerprint_add_tests: no such target: ${target}")
+    endif()
+  endforeach()
+  # The targets are known only at the end of the top-level directory.
+  set_property(GLOBAL PROPERTY _FINGERPRINT_ADD_TESTS ON)
+  set_property(GLOBAL APPEND PROPERTY _FINGERPRINT_TEST_TARGETS ${arg_TARGETS})
+endfunction()
+
+include("${CMAKE_CURRENT_LIST_DIR}/Fingerprint/hooks.cmake")
+
+# Everything else waits for the end of the top-level directory: targets are
+# defined by then, and under CMAKE_PROJECT_TOP_LEVEL_INCLUDES neither the
+# project name nor the compilers are known yet at this point.
+get_property(_fingerprint_deferred GLOBAL PROPERTY _FINGERPRINT_DEFERRED)
+if(NOT _fingerprint_deferred)
+  set_property(GLOBAL PROPERTY _FINGERPRINT_DEFERRED ON)
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _fingerprint_finalize)
+endif()
+unset(_fingerprint_deferred)

@@ -1,0 +1,9 @@
+#pragma once
+
+#include <string>
+
+namespace hello {
+
+std::string message();
+
+} // namespace hello

@@ -1,0 +1,8 @@
+#include "hello.hpp"
+#include <iostream>
+
+int
+main()
+{
+  std::cout << hello::message() << "\n";
+}

@@ -1,0 +1,133 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/digest/engine.hpp>
+#include <fingerprint/store/record.hpp>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"build-dir", OptionKind::value, "D", "the build tree that must have produced FILE; required"},
+  {"target", OptionKind::value, "T", "the target that must have produced it"},
+  {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
+};
+
+// Why no producer event matched: the file changed since it was recorded,
+// or the store lost the record.
+std::string
+explain_missing(const store::DirectoryStore& store, const std::string& path, const std::string& build_dir)
+{
+  auto builds = store.list_builds();
+  if (builds) {
+    for (const auto& build : *builds) {
+      auto contents = store.read_build(build);
+      if (!contents) {
+        continue;
+      }
+      for (const auto& event : contents->events) {
+        if (event.event == store::EventKind::produced && event.path == path && event.build_dir == build_dir) {
+          return "the file was modified after the build (the store recorded " + event.digest + ")";
+        }
+      }
+    }
+  }
+  return "the store holds no record of it from this build tree (lost, or never recorded)";
+}
+
+int
+run(const Args& args, Context& context)
+{
+  const auto build_dir = args.value("build-dir");
+  if (args.positional().size() != 1 || !build_dir) {
+    print_error(context, "check: give --build-dir D and exactly one FILE");
+    return k_exit_usage;
+  }
+  auto algorithm = algorithm_option(args);
+  auto root = store_path(args);
+  if (!algorithm || !root) {
+    print_error(context, "check: " + (!algorithm ? algorithm.error().message : root.error().message));
+    return k_exit_usage;
+  }
+  const std::string path = absolute_path(args.positional().front());
+  const std::string tree = absolute_path(*build_dir);
+  const auto target = args.value("target");
+
+  digest::Hasher hasher(*algorithm);
+  auto file = digest::digest_path(hasher, path, nullptr);
+  if (!file) {
+    print_error(context, file.error().message);
+    return k_exit_failure;
+  }
+  auto store = store::DirectoryStore::open_for_reading(*root);
+  if (!store) {
+    print_error(context, store.error().message);
+    return k_exit_failure;
+  }
+  const store::DigestKey key{*algorithm, file->hex};
+  auto record = store::load_record(*store, key);
+  if (!record) {
+    print_error(context, record.error().message);
+    return k_exit_failure;
+  }
+  report_problems(context, *root, record->problems);
+  const store::Event* producer = nullptr;
+  for (const auto& event : record->producers) {
+    if (event.event == store::EventKind::produced && event.build_dir == tree && (!target || event.target == *target)) {
+      producer = &event;
+    }
+  }
+  if (producer == nullptr) {
+    print_error(context, path + ": " + explain_missing(*store, path, tree));
+    return k_exit_failure;
+  }
+
+  // Every stored line must survive serialize(parse(line)) unchanged: what
+  // this version writes, it reads back exactly.
+  auto raw = store->read_raw_log(key);
+  if (!raw) {
+    print_error(context, raw.error().message);
+    return k_exit_failure;
+  }
+  size_t line_number = 0;
+  size_t start = 0;
+  while (start < raw->size()) {
+    const size_t end = raw->find('\n', start);
+    if (end == std::string::npos) {
+      break; // a torn tail is not a stored event
+    }
+    ++line_number;
+    const std::string_view line(raw->data() + start, end - start);
+    start = end + 1;
+    if (line.empty()) {
+      continue;
+    }
+    auto event = store::parse_event(line);
+    if (event && store::serialize(*event) != line) {
+      print_error(context,
+                  *root + "/" + key.log_path() + ":" + std::to_string(line_number)
+                    + ": does not survive serialize -> parse -> serialize byte for byte");
+      return k_exit_failure;
+    }
+  }
+  write_out(context,
+            path + ": OK (" + key.str() + ", produced by " + producer->project + "/" + producer->target + " build "
+              + producer->build + ", " + std::to_string(line_number) + " log lines round-trip)\n");
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+check_command()
+{
+  static const Command k_command{"check",
+                                 "--build-dir D [--target T] FILE",
+                                 "the CTest round trip: FILE's bytes were recorded as produced by build tree D, "
+                                 "and its record re-serializes byte for byte",
+                                 k_options,
+                                 run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd

@@ -1,0 +1,168 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/core/recorder.hpp>
+#include <fingerprint/digest/engine.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <filesystem>
+#include <map>
+#include <sys/stat.h>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"project", OptionKind::value, "P", "the project being installed; required"},
+  {"build-dir", OptionKind::value, "D", "the build tree the files were installed from; required"},
+  {"required", OptionKind::flag, {}, "exit 1 when recording fails (else warn and exit 0)"},
+  {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
+};
+
+std::string
+base_name(const std::string& path)
+{
+  return std::filesystem::path(path).filename().string();
+}
+
+// What build tree D produced, newest event per file name: an installed
+// file is matched to its origin by name (install() keeps names, and
+// CMake's RPATH rewrite changes the bytes, so digests cannot match).
+Expected<std::map<std::string, store::Event>>
+produced_by_name(const store::DirectoryStore& store, const std::string& project, const std::string& build_dir)
+{
+  std::map<std::string, store::Event> by_name;
+  auto builds = store.list_builds();
+  if (!builds) {
+    return builds.error();
+  }
+  for (const auto& build : *builds) {
+    if (build.project != project) {
+      continue;
+    }
+    auto contents = store.read_build(build);
+    if (!contents) {
+      return contents.error();
+    }
+    for (auto& event : contents->events) {
+      if (event.event != store::EventKind::produced || event.build_dir != build_dir) {
+        continue;
+      }
+      const std::string name = base_name(event.path);
+      auto [it, inserted] = by_name.try_emplace(name, event);
+      if (!inserted && it->second.time <= event.time) {
+        it->second = std::move(event);
+      }
+    }
+  }
+  return by_name;
+}
+
+Expected<size_t>
+record_installed(const Args& args)
+{
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    return algorithm.error();
+  }
+  auto root = store_path(args);
+  if (!root) {
+    return root.error();
+  }
+  const std::string project = *args.value("project");
+  const std::string build_dir = absolute_path(*args.value("build-dir"));
+  auto store = store::DirectoryStore::open_for_writing(*root);
+  if (!store) {
+    return store.error();
+  }
+  auto origins = produced_by_name(*store, project, build_dir);
+  if (!origins) {
+    return origins.error();
+  }
+  // Symbolic links (libfoo.so -> libfoo.so.1) name the same bytes as
+  // their target, which is installed too.
+  std::vector<std::string> files;
+  std::vector<const store::Event*> from;
+  for (const auto& argument : args.positional()) {
+    struct stat st
+    {};
+    const std::string path = absolute_path(argument);
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    if (auto it = origins->find(base_name(path)); it != origins->end()) {
+      files.push_back(path);
+      from.push_back(&it->second);
+    }
+  }
+  digest::DigestOptions options;
+  options.algorithm = *algorithm;
+  auto digests = digest::digest_files(files, options);
+  const std::string prefix = std::string(digest::algorithm_name(*algorithm)) + ":";
+  const std::string time = util::format_rfc3339(util::now_ns());
+  std::vector<store::Event> events;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!digests[i]) {
+      return digests[i].error();
+    }
+    store::Event event = *from[i];
+    event.event = store::EventKind::installed;
+    event.digest = prefix + digests[i]->hex;
+    event.size = digests[i]->size;
+    event.path = files[i];
+    event.from = from[i]->digest;
+    event.host = core::host_name();
+    event.time = time;
+    events.push_back(std::move(event));
+  }
+  if (auto ok = store->append(events); !ok) {
+    return ok.error();
+  }
+  for (const auto& event : events) {
+    if (event.digest == event.from) {
+      continue; // installed unchanged: the producer event already says it all
+    }
+    if (auto ok = store->append_link(*store::parse_digest_key(event.from), event); !ok) {
+      return ok.error();
+    }
+  }
+  return events.size();
+}
+
+int
+run(const Args& args, Context& context)
+{
+  if (!args.value("project") || !args.value("build-dir")) {
+    print_error(context, "installed: --project and --build-dir are required");
+    return k_exit_usage;
+  }
+  auto recorded = record_installed(args);
+  if (!recorded) {
+    if (args.flag("required")) {
+      print_error(context, "installed files not fingerprinted: " + recorded.error().message);
+      return k_exit_failure;
+    }
+    print_warning(context,
+                  "installed files not fingerprinted: " + recorded.error().message
+                    + " (FINGERPRINT_REQUIRED is OFF, the install goes on)");
+    return k_exit_ok;
+  }
+  write_out(context,
+            "-- Fingerprinted " + std::to_string(*recorded) + " installed file(s) of " + *args.value("project") + "\n");
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+installed_command()
+{
+  static const Command k_command{"installed",
+                                 "--project P --build-dir D [--required] [--] FILE...",
+                                 "record installed copies of a build tree's artifacts (run at install time)",
+                                 k_options,
+                                 run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd
