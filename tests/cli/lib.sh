@@ -50,16 +50,16 @@ _result() {
   if ((passed)); then ok "$@"; else fail "$@"; fi
 }
 
-# run CMD ARGS...: runs with a 10 s timeout; stdout in $T/out (and $OUT),
+# run CMD ARGS...: runs with a timeout ($RUN_TIMEOUT, 10 s by default); stdout in $T/out (and $OUT),
 # stderr in $T/err (and $ERR), exit code in $RC. A timeout is a failure.
 run() {
   RC=0
-  timeout 10 "$@" >"$T/out" 2>"$T/err" || RC=$?
+  timeout "${RUN_TIMEOUT:-10}" "$@" >"$T/out" 2>"$T/err" || RC=$?
   SHOWN=0
   OUT=$(cat "$T/out")
   ERR=$(cat "$T/err")
   if ((RC == 124)); then
-    fail "timed out after 10 s: $*"
+    fail "timed out after ${RUN_TIMEOUT:-10} s: $*"
   fi
 }
 

@@ -3,6 +3,8 @@
 #include <fingerprint/digest/engine.hpp>
 #include <fingerprint/store/record.hpp>
 
+#include <optional>
+
 namespace fingerprint::cmd {
 
 namespace {
@@ -14,25 +16,36 @@ constexpr OptionSpec k_options[] = {
 };
 
 // Why no producer event matched: the file changed since it was recorded,
-// or the store lost the record.
+// or the store lost the record (the build index still names these bytes).
 std::string
-explain_missing(const store::DirectoryStore& store, const std::string& path, const std::string& build_dir)
+explain_missing(const store::DirectoryStore& store,
+                const std::string& path,
+                const std::string& build_dir,
+                const std::string& digest)
 {
-  auto builds = store.list_builds();
-  if (builds) {
+  std::optional<store::Event> latest;
+  if (auto builds = store.list_builds()) {
     for (const auto& build : *builds) {
       auto contents = store.read_build(build);
       if (!contents) {
         continue;
       }
-      for (const auto& event : contents->events) {
-        if (event.event == store::EventKind::produced && event.path == path && event.build_dir == build_dir) {
-          return "the file was modified after the build (the store recorded " + event.digest + ")";
+      for (auto& event : contents->events) {
+        if (event.event == store::EventKind::produced && event.path == path && event.build_dir == build_dir
+            && (!latest || latest->time <= event.time)) {
+          latest = std::move(event);
         }
       }
     }
   }
-  return "the store holds no record of it from this build tree (lost, or never recorded)";
+  if (!latest) {
+    return "the store holds no record of it from this build tree (lost, or never recorded)";
+  }
+  if (latest->digest == digest) {
+    return "the store holds no record of it from this build tree: the artifact's log lost it (build " + latest->build
+           + " lists it)";
+  }
+  return "the file was modified after the build (the store recorded " + latest->digest + ")";
 }
 
 int
@@ -78,7 +91,7 @@ run(const Args& args, Context& context)
     }
   }
   if (producer == nullptr) {
-    print_error(context, path + ": " + explain_missing(*store, path, tree));
+    print_error(context, path + ": " + explain_missing(*store, path, tree, key.str()));
     return k_exit_failure;
   }
 

@@ -45,5 +45,6 @@ const Command& verify_command();
 const Command& launch_command();
 const Command& installed_command();
 const Command& check_command();
+const Command& graph_command();
 
 } // namespace fingerprint::cmd

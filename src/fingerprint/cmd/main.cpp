@@ -30,6 +30,7 @@ table()
                                            &show_command(),
                                            &consumers_command(),
                                            &verify_command(),
+                                           &graph_command(),
                                            &check_command(),
                                            &launch_command(),
                                            &installed_command()};

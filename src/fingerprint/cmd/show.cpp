@@ -44,7 +44,9 @@ human(const store::ArtifactRecord& record)
     for (const auto& event : events) {
       rows.push_back(event_row(event));
       if (event.event == store::EventKind::installed) {
-        rows.back()[1] += " (installed from " + event.from + ")";
+        // A human reads the first 12 hex digits; --json has them all.
+        rows.back()[1] += event.from == event.digest ? " (installed unchanged)"
+                                                     : " (installed from " + event.from.substr(0, 19) + "...)";
       }
     }
     text += util::format_table(rows, 2);

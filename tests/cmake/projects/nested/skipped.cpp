@@ -1,0 +1,5 @@
+int
+skipped()
+{
+  return 1;
+}

@@ -1,0 +1,5 @@
+int
+sub_value()
+{
+  return 7;
+}

@@ -1,0 +1,5 @@
+int
+lib_value()
+{
+  return 3;
+}
