@@ -4,6 +4,7 @@
 #include <fingerprint/core/link_inputs.hpp>
 #include <fingerprint/core/recorder.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -87,8 +88,13 @@ run(const Args& args, Context& context)
   const bool final_step = !record_after || base_name(command.front()) == base_name(*record_after);
   const bool links = type == "EXECUTABLE" || type == "SHARED_LIBRARY" || type == "MODULE_LIBRARY";
 
+  // gold is the one common linker without --dependency-file: a link that
+  // asks for it gets the link line's inputs instead.
+  const bool gold = std::any_of(command.begin(), command.end(), [](const std::string& argument) {
+    return argument == "-fuse-ld=gold" || argument == "-Wl,-fuse-ld=gold";
+  });
   std::string depfile;
-  if (final_step && links) {
+  if (final_step && links && !gold) {
     for (const auto& driver : args.values("depfile-driver")) {
       if (command.front() == driver || base_name(command.front()) == base_name(driver)) {
         depfile = core::depfile_path(*build_dir, *target);
