@@ -1,6 +1,7 @@
 # include(Fingerprint) in a project and again in its subproject does no
 # harm: each target hooked once. fingerprint_exclude() leaves a target out;
-# with FINGERPRINT_AUTO=OFF only fingerprint_target() targets are hooked.
+# with FINGERPRINT_AUTO=OFF only fingerprint_target() targets are hooked;
+# PRODUCES records a further output of the link.
 source "$(dirname "$0")/lib.sh" "$@"
 
 configure "$HERE/projects/nested" "$T/b"
@@ -9,9 +10,13 @@ expect_in out "Fingerprinting 3 targets" "nested_app, sub_lib and sub_static; ne
 build "$T/b"
 index=$(find "$FINGERPRINT_DIR/builds/nested" -name '*.jsonl')
 expect_json_each <(python3 -c 'import json,sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1])]))' "$index") <<'PY'
-each target produced exactly once :: sorted(e["target"] for e in d if e["event"] == "produced") == ["nested_app", "sub_lib", "sub_static"]
+each output produced exactly once (nested_app's program and map) :: sorted(e["target"] for e in d if e["event"] == "produced") == ["nested_app", "nested_app", "sub_lib", "sub_static"]
 the excluded target is absent :: all(e["target"] != "nested_skipped" for e in d)
 PY
+
+query "$T/map.json" show --json "$T/b/nested_app.map"
+expect_rc 0 "the declared extra output (the link map) is recorded"
+expect_json "$T/map.json" 'd["producers"][0]["target"] == "nested_app"' "as produced by nested_app's link"
 
 configure "$HERE/projects/nested" "$T/manual" -DFINGERPRINT_AUTO=OFF -DFINGERPRINT_DIR="$T/manual-store"
 expect_in out "Fingerprinting 1 targets" "FINGERPRINT_AUTO=OFF: only fingerprint_target()'s target"
