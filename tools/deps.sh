@@ -32,4 +32,6 @@ fingerprint_install_packages() {
 # What building the runner needs.
 FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann-json3-dev)
 # What the test suite needs on top.
-FINGERPRINT_TEST_PACKAGES=(libgtest-dev libbenchmark-dev python3 coreutils util-linux clang-format)
+# googletest also brings /usr/src/googletest, the unmodified project the
+# injection test fingerprints.
+FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format)

@@ -9,10 +9,15 @@ fingerprint_install_packages "${FINGERPRINT_BUILD_PACKAGES[@]}" "${FINGERPRINT_T
 
 fingerprint_say "checking the C++ formatting (clang-format, .clang-format)"
 cd "$top"
-unformatted=$(git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run 2>&1 | grep -c 'warning:' || true)
-if [ "$unformatted" -ne 0 ]; then
-  git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run 2>&1 | grep 'warning:' | cut -d: -f1 | sort -u >&2
-  echo "error: the files above are not clang-formatted (run: git ls-files '*.cpp' '*.hpp' | xargs clang-format -i)" >&2
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  sources=$(git ls-files '*.cpp' '*.hpp')
+else
+  sources=$(find src runner tests examples -name '*.cpp' -o -name '*.hpp')
+fi
+unformatted=$(echo "$sources" | xargs clang-format --dry-run 2>&1 | grep 'warning:' | cut -d: -f1 | sort -u)
+if [ -n "$unformatted" ]; then
+  echo "$unformatted" >&2
+  echo "error: the files above are not clang-formatted (run: clang-format -i <file>...)" >&2
   exit 1
 fi
 

@@ -107,7 +107,8 @@ public:
 private:
   DirectoryStore(std::string root, util::Fd root_fd);
 
-  Expected<void> append_line(const std::string& relative_path, const std::string& line) const;
+  // Appends complete lines (newline-separated, without the last newline).
+  Expected<void> append_line(const std::string& relative_path, const std::string& lines) const;
   Expected<LogContents> read_file(const std::string& relative_path) const;
 
   std::string m_root;
