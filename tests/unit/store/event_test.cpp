@@ -110,6 +110,40 @@ TEST(Event, MalformedLinesAreRefusedWithAReason)
   expect_refused(std::string(10000, '[') + std::string(10000, ']'), "must be a JSON object");
 }
 
+// Stored lines go through a fast reader of exactly what serialize() writes;
+// any other spelling of the same event goes through the JSON parser. Both
+// must give the same event.
+TEST(Event, TheCanonicalFastPathAndTheJsonParserAgree)
+{
+  for (const auto kind : {EventKind::produced, EventKind::consumed, EventKind::installed}) {
+    const Event event = sample(kind);
+    const std::string line = serialize(event);
+    // White space between tokens is not canonical: the JSON parser reads it.
+    std::string spaced;
+    for (size_t i = 0; i < line.size(); ++i) {
+      spaced += line[i];
+      if (line[i] == ',' || (line[i] == ':' && line[i - 1] == '"')) {
+        spaced += ' ';
+      }
+    }
+    auto fast = parse_event(line);
+    auto full = parse_event(spaced);
+    ASSERT_TRUE(fast && full) << (fast ? full.error().message : fast.error().message);
+    EXPECT_EQ(*fast, event);
+    EXPECT_EQ(*full, event);
+  }
+  // What the fast reader gives up on is still read correctly, or refused.
+  Event escaped = sample(EventKind::produced);
+  escaped.path = "/tmp/a\"b\\c\u00e9";
+  auto parsed = parse_event(serialize(escaped));
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->path, escaped.path);
+  expect_refused(replace(serialize(sample(EventKind::produced)), R"("size":123456789012)", R"("size":0123)"),
+                 "not valid JSON");
+  expect_refused(replace(serialize(sample(EventKind::produced)), R"("v":1)", R"("v":99999999999999999999999)"),
+                 "must not be a fraction");
+}
+
 TEST(Event, FlatFieldsFromANewerWriterAreSkipped)
 {
   const std::string good = serialize(sample(EventKind::produced));
