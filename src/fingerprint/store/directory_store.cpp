@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <map>
 #include <memory>
+#include <sched.h>
 #include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -66,6 +67,30 @@ still_linked(int dir_fd, std::string_view name, int fd)
   {};
   return ::fstat(fd, &by_fd) == 0 && ::fstatat(dir_fd, std::string(name).c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0
          && by_fd.st_ino == by_name.st_ino && by_fd.st_dev == by_name.st_dev;
+}
+
+// Whether a log of `size` bytes ends in a torn line. A live writer's line
+// also shows without its newline while the kernel copies it: the size
+// grows a page (or folio) at a time, so mid-write it is page-aligned. Such a
+// tail is looked at again, after yielding, before it is taken as torn; an
+// occasional wrong guess costs an empty line, which readers skip and
+// compaction drops.
+bool
+tail_is_torn(int fd, off_t size)
+{
+  char last = '\n';
+  if (size <= 0 || ::pread(fd, &last, 1, size - 1) != 1 || last == '\n') {
+    return false;
+  }
+  for (int look = 0; look < 3 && size % 4096 == 0; ++look) {
+    ::sched_yield();
+    struct stat again
+    {};
+    if (::fstat(fd, &again) != 0 || again.st_size != size) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void
@@ -278,11 +303,7 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
     // A writer that died mid-line left no newline; start on a fresh line so
     // that only the torn line is lost, not this one too.
     std::string buffer;
-    char last = '\n';
-    if (st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1) {
-      last = '\n';
-    }
-    if (last != '\n') {
+    if (tail_is_torn(fd.get(), st.st_size)) {
       buffer += '\n';
     }
     buffer += lines;
