@@ -14,7 +14,7 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
   sources=$(find src runner tests examples -name '*.cpp' -o -name '*.hpp')
 fi
-unformatted=$(echo "$sources" | xargs clang-format --dry-run 2>&1 | grep 'warning:' | cut -d: -f1 | sort -u)
+unformatted=$(echo "$sources" | xargs clang-format --dry-run 2>&1 | { grep 'warning:' || true; } | cut -d: -f1 | sort -u)
 if [ -n "$unformatted" ]; then
   echo "$unformatted" >&2
   echo "error: the files above are not clang-formatted (run: clang-format -i <file>...)" >&2
@@ -28,3 +28,24 @@ cmake --build "$build"
 
 fingerprint_say "running the test suite"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, and
+# the concurrent tests under ThreadSanitizer. FINGERPRINT_SANITIZERS=0 skips
+# them for a quick local run; CI always runs them.
+if [ "${FINGERPRINT_SANITIZERS:-1}" != 0 ]; then
+  asan=$build-asan
+  fingerprint_say "building with AddressSanitizer + UndefinedBehaviorSanitizer in $asan"
+  cmake -S "$top" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFINGERPRINT_SANITIZE=address,undefined >/dev/null
+  cmake --build "$asan"
+  fingerprint_say "running the whole test suite under ASan + UBSan"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$asan" --output-on-failure -j "$(nproc)"
+
+  tsan=$build-tsan
+  fingerprint_say "building with ThreadSanitizer in $tsan"
+  cmake -S "$top" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFINGERPRINT_SANITIZE=thread >/dev/null
+  cmake --build "$tsan" --target fingerprint_tests fingerprint
+  fingerprint_say "running the concurrent tests under TSan"
+  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$tsan" --output-on-failure -j "$(nproc)" \
+    -R 'unit\.(DirectoryStore\.AppendsDuringCompaction|DigestFiles|Parallel|Hasher)|cli\.(record_show|digest)'
+fi
