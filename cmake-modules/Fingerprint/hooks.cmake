@@ -102,7 +102,9 @@ function(_fingerprint_hook target common drivers)
   set(args_dir "${CMAKE_BINARY_DIR}/CMakeFiles/fingerprint/targets")
 
   # Read at generate time, so CONSUMES/PRODUCES set after this point count;
-  # one file per configuration, never shared between two targets.
+  # one file per configuration, never shared between two targets. Files of
+  # configurations built before (another CMAKE_BUILD_TYPE) go first.
+  file(REMOVE_RECURSE "${args_dir}/${target}")
   set(consumes "$<TARGET_PROPERTY:${target},FINGERPRINT_CONSUMES>")
   set(produces "$<TARGET_PROPERTY:${target},FINGERPRINT_PRODUCES>")
   file(GENERATE OUTPUT "${args_dir}/${target}/config-$<CONFIG>.args"
@@ -116,7 +118,11 @@ $<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${prod
     # rm, ar and ranlib run as separate commands; record after the last.
     get_target_property(lang "${target}" LINKER_LANGUAGE)
     if(NOT lang)
-      set(lang CXX)
+      get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+      set(lang C)
+      if(CXX IN_LIST languages)
+        set(lang CXX)
+      endif()
     endif()
     if(CMAKE_${lang}_ARCHIVE_FINISH AND CMAKE_RANLIB)
       _fingerprint_quote(q_tool "${CMAKE_RANLIB}")
@@ -235,8 +241,8 @@ function(_fingerprint_finalize)
         continue()
       endif()
       add_test(NAME "fingerprint.${target}"
-        COMMAND "${runner}" check ${store_args} --build-dir "${CMAKE_BINARY_DIR}" --target "${target}"
-                "$<TARGET_FILE:${target}>")
+        COMMAND "${runner}" check ${store_args} --algorithm "${FINGERPRINT_ALGORITHM}"
+                --build-dir "${CMAKE_BINARY_DIR}" --target "${target}" "$<TARGET_FILE:${target}>")
     endforeach()
   endif()
 endfunction()

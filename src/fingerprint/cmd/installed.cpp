@@ -25,13 +25,21 @@ base_name(const std::string& path)
   return std::filesystem::path(path).filename().string();
 }
 
-// What build tree D produced, newest event per file name: an installed
-// file is matched to its origin by name (install() keeps names, and
-// CMake's RPATH rewrite changes the bytes, so digests cannot match).
-Expected<std::map<std::string, store::Event>>
-produced_by_name(const store::DirectoryStore& store, const std::string& project, const std::string& build_dir)
+struct Origins
 {
-  std::map<std::string, store::Event> by_name;
+  std::map<std::string, store::Event> by_name;   // newest per file name
+  std::map<std::string, store::Event> by_digest; // every digest produced
+};
+
+// What build tree D produced. An installed file is matched to its origin by
+// its bytes when they are unchanged (this also tells two configurations'
+// same-named files apart), else by name: install() keeps names, and CMake's
+// RPATH rewrite changes the bytes.
+Expected<Origins>
+produced_origins(const store::DirectoryStore& store, const std::string& project, const std::string& build_dir)
+{
+  Origins origins;
+  auto& by_name = origins.by_name;
   auto builds = store.list_builds();
   if (!builds) {
     return builds.error();
@@ -48,6 +56,7 @@ produced_by_name(const store::DirectoryStore& store, const std::string& project,
       if (event.event != store::EventKind::produced || event.build_dir != build_dir) {
         continue;
       }
+      origins.by_digest[event.digest] = event;
       const std::string name = base_name(event.path);
       auto [it, inserted] = by_name.try_emplace(name, event);
       if (!inserted && it->second.time <= event.time) {
@@ -55,7 +64,7 @@ produced_by_name(const store::DirectoryStore& store, const std::string& project,
       }
     }
   }
-  return by_name;
+  return origins;
 }
 
 Expected<size_t>
@@ -75,7 +84,7 @@ record_installed(const Args& args)
   if (!store) {
     return store.error();
   }
-  auto origins = produced_by_name(*store, project, build_dir);
+  auto origins = produced_origins(*store, project, build_dir);
   if (!origins) {
     return origins.error();
   }
@@ -90,7 +99,7 @@ record_installed(const Args& args)
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       continue;
     }
-    if (auto it = origins->find(base_name(path)); it != origins->end()) {
+    if (auto it = origins->by_name.find(base_name(path)); it != origins->by_name.end()) {
       files.push_back(path);
       from.push_back(&it->second);
     }
@@ -104,6 +113,9 @@ record_installed(const Args& args)
   for (size_t i = 0; i < files.size(); ++i) {
     if (!digests[i]) {
       return digests[i].error();
+    }
+    if (auto same = origins->by_digest.find(prefix + digests[i]->hex); same != origins->by_digest.end()) {
+      from[i] = &same->second;
     }
     store::Event event = *from[i];
     event.event = store::EventKind::installed;

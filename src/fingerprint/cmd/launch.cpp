@@ -85,7 +85,14 @@ run(const Args& args, Context& context)
   const auto record_after = args.value("record-after");
   // An archive is made by several commands (rm, ar, ranlib); only the
   // last one leaves the final bytes.
-  const bool final_step = !record_after || base_name(command.front()) == base_name(*record_after);
+  // The tool may sit behind another launcher (CTest's, a linker launcher):
+  // it is looked for anywhere in the command, not only in front.
+  auto runs = [&](const std::string& tool) {
+    return std::any_of(command.begin(), command.end(), [&](const std::string& argument) {
+      return argument == tool || (!argument.starts_with("-") && base_name(argument) == base_name(tool));
+    });
+  };
+  const bool final_step = !record_after || runs(*record_after);
   const bool links = type == "EXECUTABLE" || type == "SHARED_LIBRARY" || type == "MODULE_LIBRARY";
 
   // gold is the one common linker without --dependency-file: a link that
@@ -96,7 +103,7 @@ run(const Args& args, Context& context)
   std::string depfile;
   if (final_step && links && !gold) {
     for (const auto& driver : args.values("depfile-driver")) {
-      if (command.front() == driver || base_name(command.front()) == base_name(driver)) {
+      if (runs(driver)) {
         depfile = core::depfile_path(*build_dir, *target);
         command.push_back("-Wl,--dependency-file=" + depfile);
         break;

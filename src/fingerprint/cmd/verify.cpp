@@ -114,31 +114,52 @@ run(const Args& args, Context& context)
   }
 
   // The bytes are always read: verify is the check that trusts no cache.
-  std::vector<std::string> paths;
-  for (const auto& verdict : verdicts) {
-    paths.push_back(verdict.path);
+  // Each file is digested with the algorithm its record used (a store may
+  // hold sha512 records), else with --algorithm.
+  std::vector<digest::Algorithm> algorithms;
+  std::map<digest::Algorithm, std::vector<size_t>> by_algorithm;
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    digest::Algorithm algorithm_i = *algorithm;
+    if (verdicts[i].recorded) {
+      if (auto key = store::parse_digest_key(verdicts[i].recorded->digest)) {
+        algorithm_i = key->algorithm;
+      }
+    }
+    algorithms.push_back(algorithm_i);
+    by_algorithm[algorithm_i].push_back(i);
   }
-  digest::DigestOptions options;
-  options.algorithm = *algorithm;
-  auto digests = digest::digest_files(paths, options);
-  const std::string prefix = std::string(digest::algorithm_name(*algorithm)) + ":";
+  std::vector<std::optional<Expected<digest::FileDigest>>> digests(verdicts.size());
+  for (const auto& [algorithm_group, indexes] : by_algorithm) {
+    std::vector<std::string> paths;
+    for (const size_t i : indexes) {
+      paths.push_back(verdicts[i].path);
+    }
+    digest::DigestOptions options;
+    options.algorithm = algorithm_group;
+    auto results = digest::digest_files(paths, options);
+    for (size_t k = 0; k < indexes.size(); ++k) {
+      digests[indexes[k]].emplace(std::move(results[k]));
+    }
+  }
 
   int status = k_exit_ok;
   for (size_t i = 0; i < verdicts.size(); ++i) {
     Verdict& verdict = verdicts[i];
-    if (!digests[i]) {
+    const auto& file = *digests[i];
+    const std::string prefix = std::string(digest::algorithm_name(algorithms[i])) + ":";
+    if (!file) {
       struct stat st
       {};
       const bool missing = ::lstat(verdict.path.c_str(), &st) != 0;
       verdict.status = missing ? "MISSING" : "UNREADABLE";
-      verdict.error = digests[i].error().message;
+      verdict.error = file.error().message;
     } else {
-      verdict.digest = prefix + digests[i]->hex;
+      verdict.digest = prefix + file->hex;
       if (verdict.recorded) {
         verdict.status = verdict.recorded->digest == verdict.digest ? "OK" : "MODIFIED";
       } else {
         // Not recorded under this path; the bytes may still be known.
-        auto record = store::load_record(*store, store::DigestKey{*algorithm, digests[i]->hex});
+        auto record = store::load_record(*store, store::DigestKey{algorithms[i], file->hex});
         verdict.status = record && record->recorded() ? "OK" : "NOT RECORDED";
       }
     }

@@ -111,7 +111,8 @@ invocation_identity()
   long pid = ::getppid();
   std::string found;
   ProcessInfo info;
-  for (int depth = 0; depth < 64 && pid > 1 && read_process(pid, info); ++depth) {
+  // PID 1 is looked at too: `docker run image ninja` makes ninja PID 1.
+  for (int depth = 0; depth < 64 && pid >= 1 && read_process(pid, info); ++depth) {
     if (is_ninja(info.name)) {
       return std::to_string(pid) + ":" + info.start_time;
     }
@@ -119,6 +120,9 @@ invocation_identity()
       found = std::to_string(pid) + ":" + info.start_time;
     } else if (!found.empty() && info.name != "sh" && info.name != "bash" && info.name != "dash") {
       break; // past the outermost make
+    }
+    if (pid == 1) {
+      break;
     }
     pid = info.parent;
   }

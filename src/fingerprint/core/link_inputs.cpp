@@ -61,41 +61,88 @@ depfile_path(const std::string& build_dir, const std::string& target)
   return dir + "/" + safe + "." + std::to_string(::getpid()) + ".d";
 }
 
+namespace {
+
+// "\ " -> " ", "\#" -> "#", "$$" -> "$" (lld, mold and make's spelling).
+std::string
+unescape(std::string_view text)
+{
+  std::string result;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '#')) {
+      result += text[++i];
+    } else if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      result += '$';
+      ++i;
+    } else {
+      result += text[i];
+    }
+  }
+  return result;
+}
+
+// Splits "a b\ c" at unescaped spaces.
+void
+split_words(std::string_view text, std::vector<std::string>& out)
+{
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size() && text[i] == '\\') {
+      ++i;
+    } else if (i == text.size() || text[i] == ' ' || text[i] == '\t') {
+      if (i > start) {
+        out.push_back(unescape(text.substr(start, i - start)));
+      }
+      start = i + 1;
+    }
+  }
+}
+
+std::string_view
+trim(std::string_view text)
+{
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+} // namespace
+
 std::vector<std::string>
 parse_depfile(std::string_view text)
 {
+  // GNU ld writes one input per continuation line and does not escape
+  // spaces ("  /opt/My SDK/lib/libx.a \"); lld and mold also write one per
+  // line, escaping them. So a continuation line is one path; only inputs on
+  // the rule's own line ("out: a b") are split at unescaped spaces.
   std::vector<std::string> inputs;
-  std::string word;
-  bool after_colon = false;
-  auto finish_word = [&] {
-    if (!word.empty() && after_colon) {
-      inputs.push_back(word);
+  bool continuing = false;
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    line = trim(line);
+    const bool continued = line.ends_with('\\') && !line.ends_with("\\\\");
+    if (continued) {
+      line = trim(line.substr(0, line.size() - 1));
     }
-    word.clear();
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
-      finish_word();
-      ++i;
-    } else if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ' ' || text[i + 1] == '#')) {
-      word += text[++i];
-    } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
-      word += '$';
-      ++i;
-    } else if (c == ':' && !after_colon && (i + 1 == text.size() || text[i + 1] == ' ' || text[i + 1] == '\n')) {
-      word.clear(); // the rule's target
-      after_colon = true;
-    } else if (c == ' ' || c == '\t') {
-      finish_word();
-    } else if (c == '\n') {
-      finish_word();
-      after_colon = false; // a new rule: "in:" phony lines have no inputs
+    if (continuing) {
+      if (!line.empty()) {
+        inputs.push_back(unescape(line));
+      }
     } else {
-      word += c;
+      // A rule's first line: "out: inputs"; "in:" (a phony rule) has none.
+      const size_t colon = line.find(": ");
+      if (colon != std::string_view::npos) {
+        split_words(line.substr(colon + 2), inputs);
+      }
     }
+    continuing = continued;
   }
-  finish_word();
   return inputs;
 }
 

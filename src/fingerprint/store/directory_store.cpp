@@ -152,8 +152,9 @@ ensure_format_file(int root_fd, const std::string& root)
     }
     // Create it complete under a private name, then link() it into place:
     // of two processes creating a store at once, one wins and both agree.
-    const std::string temp = name + ".tmp." + std::to_string(::getpid());
-    Fd out(::openat(root_fd, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
+    // Unique across hosts and containers sharing the store (pids repeat).
+    const std::string temp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(util::now_ns());
+    Fd out(::openat(root_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
     if (!out) {
       return make_error(path, util::errno_text(errno));
     }
@@ -430,15 +431,20 @@ DirectoryStore::list_builds() const
   if (!m_root_fd) {
     return builds;
   }
-  auto list_dir = [&](int parent, const char* name, auto&& each) -> Expected<void> {
-    Fd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // `relative` names the directory in messages. Entries that are not
+  // directories (a stray file, a symbolic link) are skipped, not fatal.
+  auto list_dir = [&](int parent, const std::string& name, const std::string& relative, auto&& each) -> Expected<void> {
+    Fd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd) {
-      return errno == ENOENT ? Expected<void>() : make_error(m_root + "/" + name, util::errno_text(errno));
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
+        return {};
+      }
+      return make_error(m_root + "/" + relative, util::errno_text(errno));
     }
     const int dir_fd = fd.get();
     std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.release()), ::closedir);
     if (!dir) {
-      return make_error(m_root + "/" + name, util::errno_text(errno));
+      return make_error(m_root + "/" + relative, util::errno_text(errno));
     }
     while (const dirent* entry = ::readdir(dir.get())) {
       const std::string_view entry_name = entry->d_name;
@@ -449,8 +455,9 @@ DirectoryStore::list_builds() const
     return {};
   };
   Expected<void> inner_ok;
-  auto ok = list_dir(m_root_fd.get(), "builds", [&](int builds_fd, std::string_view project) {
-    auto listed = list_dir(builds_fd, std::string(project).c_str(), [&](int, std::string_view file) {
+  auto ok = list_dir(m_root_fd.get(), "builds", "builds", [&](int builds_fd, std::string_view project) {
+    const std::string name(project);
+    auto listed = list_dir(builds_fd, name, "builds/" + name, [&](int, std::string_view file) {
       constexpr std::string_view suffix = ".jsonl";
       if (file.size() > suffix.size() && file.ends_with(suffix)) {
         builds.push_back({decode_component(project), decode_component(file.substr(0, file.size() - suffix.size()))});
@@ -479,7 +486,7 @@ DirectoryStore::read_build(const BuildRef& build) const
 }
 
 Expected<CompactionResult>
-DirectoryStore::compact(const DigestKey& key) const
+DirectoryStore::compact(const DigestKey& key, bool rewrite_always) const
 {
   const std::string relative = key.log_path();
   const std::string full = m_root + "/" + relative;
@@ -496,7 +503,9 @@ DirectoryStore::compact(const DigestKey& key) const
   }
   const std::string file_name(name);
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    Fd fd(::openat(dir_fd->get(), file_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    // Read-write: on NFS flock() is emulated with byte-range locks, and an
+    // exclusive one needs a descriptor open for writing.
+    Fd fd(::openat(dir_fd->get(), file_name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (!fd) {
       return make_error(full, errno == ENOENT ? "no such log" : util::errno_text(errno));
     }
@@ -513,7 +522,7 @@ DirectoryStore::compact(const DigestKey& key) const
     LogContents contents;
     parse_lines(*text, relative, contents);
     if (!contents.problems.empty() || contents.torn_tail) {
-      return make_error(full, "has unreadable lines; run 'fingerprint fsck --repair' before compacting");
+      return make_error(full, "has unreadable lines; compaction would drop them, so it leaves the log as it is");
     }
     CompactionResult result;
     result.events_before = contents.events.size();
@@ -526,7 +535,7 @@ DirectoryStore::compact(const DigestKey& key) const
         ++result.events_after;
       }
     }
-    if (result.events_after == result.events_before) {
+    if (result.events_after == result.events_before && !rewrite_always) {
       return result;
     }
     const std::string temp = file_name + ".compact." + std::to_string(::getpid());

@@ -97,7 +97,9 @@ public:
   // Rewrites one log without duplicate events (equal but for their time;
   // the earliest stays). Refuses a log with unreadable lines: those are for
   // fsck --repair to quarantine, never to drop.
-  Expected<CompactionResult> compact(const DigestKey& key) const;
+  // `rewrite_always` rewrites the log even when nothing folds (the stress
+  // test uses it to race appenders against the rename).
+  Expected<CompactionResult> compact(const DigestKey& key, bool rewrite_always = false) const;
 
   // Encoding of a project name or build id as one path component: bytes
   // outside [A-Za-z0-9._+-] (and a leading '.') become %XX.
