@@ -44,6 +44,17 @@ run "$FP" consumers --json /lib/x86_64-linux-gnu/libc.so.6
 expect_rc 0 "libc.so.6 was recorded (origin unknown) from the linker's dependency file"
 expect_in out '"project": "chorus"' "chorus is among libc's consumers"
 
+query "$T/graph.json" graph --format json
+expect_rc 0 "graph --format json"
+expect_json_each "$T/graph.json" <<'PY'
+project edges, through installed copies :: sorted((e["from"], e["to"]) for e in d["edges"]) == [("greet", "chorus"), ("greet", "hello"), ("hello", "chorus")]
+the nodes are the three projects :: d["nodes"] == ["chorus", "greet", "hello"]
+each edge names what was consumed :: "libhello.so" in [a for e in d["edges"] if e["from"] == "hello" for a in e["artifacts"]]
+PY
+run "$FP" graph --format mermaid --project hello
+expect_in out 'graph LR' "mermaid output"
+expect_not_in out 'libgreet_static.a' "--project hello leaves out greet -> chorus (the only edge carrying the archive)"
+
 for project in greet hello chorus; do
   run ctest --test-dir "$T/b-$project" --output-on-failure
   expect_rc 0 "the CTest round trips of $project pass"

@@ -3,7 +3,7 @@
 #include <fingerprint/digest/engine.hpp>
 #include <fingerprint/store/record.hpp>
 
-#include <optional>
+#include <map>
 
 namespace fingerprint::cmd {
 
@@ -23,21 +23,17 @@ explain_missing(const store::DirectoryStore& store,
                 const std::string& build_dir,
                 const std::string& digest)
 {
-  std::optional<store::Event> latest;
-  if (auto builds = store.list_builds()) {
-    for (const auto& build : *builds) {
-      auto contents = store.read_build(build);
-      if (!contents) {
-        continue;
+  std::map<std::string, store::Event> newest;
+  std::vector<store::LogProblem> ignored; // check reports the artifact's own log
+  (void)store::for_each_indexed_event(
+    store,
+    [&](store::Event& event) {
+      if (event.event == store::EventKind::produced && event.path == path && event.build_dir == build_dir) {
+        store::keep_newest(newest, path, event);
       }
-      for (auto& event : contents->events) {
-        if (event.event == store::EventKind::produced && event.path == path && event.build_dir == build_dir
-            && (!latest || latest->time <= event.time)) {
-          latest = std::move(event);
-        }
-      }
-    }
-  }
+    },
+    ignored);
+  const store::Event* latest = newest.empty() ? nullptr : &newest.begin()->second;
   if (!latest) {
     return "the store holds no record of it from this build tree (lost, or never recorded)";
   }

@@ -34,23 +34,16 @@ struct Edge
 Expected<std::map<Edge, std::set<std::string>>>
 collect(const store::DirectoryStore& store, bool per_target, Context& context)
 {
-  auto builds = store.list_builds();
-  if (!builds) {
-    return builds.error();
-  }
   std::vector<store::Event> consumed;
   std::map<std::string, std::string> producer_of; // digest -> node
   auto node = [&](const store::Event& event) {
     return per_target ? event.project + "/" + event.target : event.project;
   };
   std::map<std::string, std::string> installed_from;
-  for (const auto& build : *builds) {
-    auto contents = store.read_build(build);
-    if (!contents) {
-      return contents.error();
-    }
-    report_problems(context, store.root(), contents->problems);
-    for (auto& event : contents->events) {
+  std::vector<store::LogProblem> problems;
+  auto ok = store::for_each_indexed_event(
+    store,
+    [&](store::Event& event) {
       switch (event.event) {
         case store::EventKind::produced:
           producer_of[event.digest] = node(event);
@@ -62,7 +55,11 @@ collect(const store::DirectoryStore& store, bool per_target, Context& context)
           consumed.push_back(std::move(event));
           break;
       }
-    }
+    },
+    problems);
+  report_problems(context, store.root(), problems);
+  if (!ok) {
+    return ok.error();
   }
   std::map<Edge, std::set<std::string>> edges;
   for (const auto& event : consumed) {

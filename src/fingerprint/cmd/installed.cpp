@@ -2,6 +2,7 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/core/recorder.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/store/record.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <filesystem>
@@ -39,30 +40,19 @@ Expected<Origins>
 produced_origins(const store::DirectoryStore& store, const std::string& project, const std::string& build_dir)
 {
   Origins origins;
-  auto& by_name = origins.by_name;
-  auto builds = store.list_builds();
-  if (!builds) {
-    return builds.error();
-  }
-  for (const auto& build : *builds) {
-    if (build.project != project) {
-      continue;
-    }
-    auto contents = store.read_build(build);
-    if (!contents) {
-      return contents.error();
-    }
-    for (auto& event : contents->events) {
-      if (event.event != store::EventKind::produced || event.build_dir != build_dir) {
-        continue;
+  std::vector<store::LogProblem> ignored; // recording must not stop at a bad line
+  auto ok = store::for_each_indexed_event(
+    store,
+    [&](store::Event& event) {
+      if (event.event == store::EventKind::produced && event.build_dir == build_dir) {
+        origins.by_digest[event.digest] = event;
+        store::keep_newest(origins.by_name, base_name(event.path), event);
       }
-      origins.by_digest[event.digest] = event;
-      const std::string name = base_name(event.path);
-      auto [it, inserted] = by_name.try_emplace(name, event);
-      if (!inserted && it->second.time <= event.time) {
-        it->second = std::move(event);
-      }
-    }
+    },
+    ignored,
+    project);
+  if (!ok) {
+    return ok.error();
   }
   return origins;
 }

@@ -31,25 +31,18 @@ Expected<std::map<std::string, store::Event>>
 latest_by_path(const store::DirectoryStore& store, const std::optional<std::string>& build_dir, Context& context)
 {
   std::map<std::string, store::Event> latest;
-  auto builds = store.list_builds();
-  if (!builds) {
-    return builds.error();
-  }
-  for (const auto& build : *builds) {
-    auto contents = store.read_build(build);
-    if (!contents) {
-      return contents.error();
-    }
-    report_problems(context, store.root(), contents->problems);
-    for (auto& event : contents->events) {
-      if (build_dir && (event.build_dir != *build_dir || event.event == store::EventKind::consumed)) {
-        continue;
+  std::vector<store::LogProblem> problems;
+  auto ok = store::for_each_indexed_event(
+    store,
+    [&](store::Event& event) {
+      if (!build_dir || (event.build_dir == *build_dir && event.event != store::EventKind::consumed)) {
+        store::keep_newest(latest, event.path, event);
       }
-      auto [it, inserted] = latest.try_emplace(event.path, event);
-      if (!inserted && it->second.time <= event.time) {
-        it->second = std::move(event);
-      }
-    }
+    },
+    problems);
+  report_problems(context, store.root(), problems);
+  if (!ok) {
+    return ok.error();
   }
   return latest;
 }

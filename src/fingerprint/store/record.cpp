@@ -79,4 +79,39 @@ find_consumers(const DirectoryStore& store, const DigestKey& key, bool transitiv
   return hits;
 }
 
+Expected<void>
+for_each_indexed_event(const DirectoryStore& store,
+                       const std::function<void(Event&)>& each,
+                       std::vector<LogProblem>& problems,
+                       const std::string& project)
+{
+  auto builds = store.list_builds();
+  if (!builds) {
+    return builds.error();
+  }
+  for (const auto& build : *builds) {
+    if (!project.empty() && build.project != project) {
+      continue;
+    }
+    auto contents = store.read_build(build);
+    if (!contents) {
+      return contents.error();
+    }
+    problems.insert(problems.end(), contents->problems.begin(), contents->problems.end());
+    for (auto& event : contents->events) {
+      each(event);
+    }
+  }
+  return {};
+}
+
+void
+keep_newest(std::map<std::string, Event>& newest, const std::string& key, const Event& event)
+{
+  auto [it, inserted] = newest.try_emplace(key, event);
+  if (!inserted && it->second.time <= event.time) {
+    it->second = event;
+  }
+}
+
 } // namespace fingerprint::store
