@@ -55,6 +55,24 @@ store_path(const Args& args)
   return Error{"no store: give --store DIR or set FINGERPRINT_DIR (HOME is not set either)"};
 }
 
+std::optional<store::DirectoryStore>
+open_store_for_reading(const Args& args, Context& context, int& status)
+{
+  auto root = store_path(args);
+  if (!root) {
+    print_error(context, root.error().message);
+    status = k_exit_usage;
+    return std::nullopt;
+  }
+  auto store = store::DirectoryStore::open_for_reading(*root);
+  if (!store) {
+    print_error(context, store.error().message);
+    status = k_exit_failure;
+    return std::nullopt;
+  }
+  return std::move(*store);
+}
+
 Expected<digest::Algorithm>
 algorithm_option(const Args& args)
 {

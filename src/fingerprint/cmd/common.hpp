@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,10 @@ void report_problems(Context& context, const std::string& store_root, const std:
 
 // --store > $FINGERPRINT_DIR > ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.
 Expected<std::string> store_path(const Args& args);
+
+// The store, opened for reading: on failure prints why, sets `status` (2
+// when no store can be named, 1 when it cannot be read) and returns nothing.
+std::optional<store::DirectoryStore> open_store_for_reading(const Args& args, Context& context, int& status);
 
 // --algorithm, validated.
 Expected<digest::Algorithm> algorithm_option(const Args& args);

@@ -44,20 +44,15 @@ run(const Args& args, Context& context)
     print_error(context, "consumers: " + algorithm.error().message);
     return k_exit_usage;
   }
-  auto root = store_path(args);
-  if (!root) {
-    print_error(context, root.error().message);
-    return k_exit_usage;
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
+  if (!store) {
+    return status;
   }
   const std::string& argument = args.positional().front();
   auto key = resolve_artifact(argument, *algorithm);
   if (!key) {
     print_error(context, key.error().message);
-    return k_exit_failure;
-  }
-  auto store = store::DirectoryStore::open_for_reading(*root);
-  if (!store) {
-    print_error(context, store.error().message);
     return k_exit_failure;
   }
   auto record = store::load_record(*store, *key);
@@ -66,8 +61,8 @@ run(const Args& args, Context& context)
     return k_exit_failure;
   }
   if (!record->recorded()) {
-    report_problems(context, *root, record->problems);
-    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + *root);
+    report_problems(context, store->root(), record->problems);
+    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->root());
     return k_exit_failure;
   }
   const bool transitive = args.flag("transitive");
@@ -77,7 +72,7 @@ run(const Args& args, Context& context)
     print_error(context, hits.error().message);
     return k_exit_failure;
   }
-  report_problems(context, *root, problems);
+  report_problems(context, store->root(), problems);
 
   if (args.flag("json")) {
     auto array = nlohmann::ordered_json::array();

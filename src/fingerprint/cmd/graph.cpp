@@ -103,15 +103,10 @@ run(const Args& args, Context& context)
     print_error(context, "graph: --format: '" + format + "' is not one of text, dot, mermaid, json");
     return k_exit_usage;
   }
-  auto root = store_path(args);
-  if (!root) {
-    print_error(context, root.error().message);
-    return k_exit_usage;
-  }
-  auto store = store::DirectoryStore::open_for_reading(*root);
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
   if (!store) {
-    print_error(context, store.error().message);
-    return k_exit_failure;
+    return status;
   }
   const bool per_target = args.flag("artifacts");
   auto all = collect(*store, per_target, context);

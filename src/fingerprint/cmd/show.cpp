@@ -86,10 +86,10 @@ run(const Args& args, Context& context)
     print_error(context, "show: " + algorithm.error().message);
     return k_exit_usage;
   }
-  auto root = store_path(args);
-  if (!root) {
-    print_error(context, root.error().message);
-    return k_exit_usage;
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
+  if (!store) {
+    return status;
   }
   const std::string& argument = args.positional().front();
   auto key = resolve_artifact(argument, *algorithm);
@@ -97,19 +97,14 @@ run(const Args& args, Context& context)
     print_error(context, key.error().message);
     return k_exit_failure;
   }
-  auto store = store::DirectoryStore::open_for_reading(*root);
-  if (!store) {
-    print_error(context, store.error().message);
-    return k_exit_failure;
-  }
   auto record = store::load_record(*store, *key);
   if (!record) {
     print_error(context, record.error().message);
     return k_exit_failure;
   }
-  report_problems(context, *root, record->problems);
+  report_problems(context, store->root(), record->problems);
   if (!record->recorded()) {
-    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + *root);
+    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->root());
     return k_exit_failure;
   }
   write_out(context, args.flag("json") ? json(*record).dump(2) + "\n" : human(*record));

@@ -74,15 +74,10 @@ run(const Args& args, Context& context)
     print_error(context, "verify: give FILE... or --build-dir D, not both or neither");
     return k_exit_usage;
   }
-  auto root = store_path(args);
-  if (!root) {
-    print_error(context, root.error().message);
-    return k_exit_usage;
-  }
-  auto store = store::DirectoryStore::open_for_reading(*root);
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
   if (!store) {
-    print_error(context, store.error().message);
-    return k_exit_failure;
+    return status;
   }
   const std::optional<std::string> tree = build_dir ? std::optional(absolute_path(*build_dir)) : std::nullopt;
   auto latest = latest_by_path(*store, tree, context);
@@ -135,7 +130,6 @@ run(const Args& args, Context& context)
     }
   }
 
-  int status = k_exit_ok;
   for (size_t i = 0; i < verdicts.size(); ++i) {
     Verdict& verdict = verdicts[i];
     const auto& file = *digests[i];
