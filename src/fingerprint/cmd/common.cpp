@@ -101,21 +101,6 @@ resolve_artifact(const std::string& argument, digest::Algorithm algorithm)
   return store::DigestKey{algorithm, std::move(file->hex)};
 }
 
-std::string
-absolute_path(const std::string& path)
-{
-  std::error_code error;
-  auto absolute = std::filesystem::absolute(path, error);
-  if (error) {
-    return path;
-  }
-  std::string normal = absolute.lexically_normal().string();
-  if (normal.size() > 1 && normal.back() == '/') {
-    normal.pop_back(); // "/a/b/." normalizes to "/a/b/"
-  }
-  return normal;
-}
-
 nlohmann::ordered_json
 event_json(const store::Event& event)
 {

@@ -10,6 +10,7 @@
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/util/expected.hpp>
+#include <fingerprint/util/fs.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -45,8 +46,8 @@ Expected<digest::Algorithm> algorithm_option(const Args& args);
 // a file is digested with `algorithm`.
 Expected<store::DigestKey> resolve_artifact(const std::string& argument, digest::Algorithm algorithm);
 
-// `path` made absolute and lexically normal, without resolving symlinks.
-std::string absolute_path(const std::string& path);
+using util::absolute_path;
+using util::base_name;
 
 // An event as the JSON object of DESIGN.md section 6 (all its fields).
 nlohmann::ordered_json event_json(const store::Event& event);

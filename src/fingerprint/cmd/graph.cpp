@@ -73,7 +73,7 @@ collect(const store::DirectoryStore& store, bool per_target, Context& context)
     }
     const std::string consumer = node(event);
     if (producer->second != consumer) {
-      edges[{producer->second, consumer}].insert(std::filesystem::path(event.path).filename().string());
+      edges[{producer->second, consumer}].insert(base_name(event.path));
     }
   }
   return edges;

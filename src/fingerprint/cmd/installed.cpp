@@ -20,12 +20,6 @@ constexpr OptionSpec k_options[] = {
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
 };
 
-std::string
-base_name(const std::string& path)
-{
-  return std::filesystem::path(path).filename().string();
-}
-
 struct Origins
 {
   std::map<std::string, store::Event> by_name;   // newest per file name

@@ -30,12 +30,6 @@ constexpr OptionSpec k_options[] = {
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
 };
 
-std::string
-base_name(const std::string& path)
-{
-  return std::filesystem::path(path).filename().string();
-}
-
 // Runs the build step's own command and returns its exit status (128 + the
 // signal number when it died of one, as a shell reports it).
 Expected<int>

@@ -1,5 +1,6 @@
 #include <fingerprint/core/link_inputs.hpp>
 #include <fingerprint/util/fd.hpp>
+#include <fingerprint/util/fs.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -12,14 +13,6 @@ namespace fingerprint::core {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string
-absolute(const std::string& path)
-{
-  std::error_code error;
-  auto result = fs::absolute(path, error);
-  return error ? path : result.lexically_normal().string();
-}
 
 bool
 is_regular_file(const std::string& path)
@@ -175,7 +168,7 @@ collect_link_inputs(const std::vector<std::string>& command,
   std::vector<std::string> inputs;
   std::set<std::string> seen{output};
   for (const auto& candidate : candidates) {
-    std::string path = absolute(candidate);
+    std::string path = util::absolute_path(candidate);
     if (is_object_file(path) && path.starts_with(build_prefix)) {
       continue;
     }
@@ -213,7 +206,7 @@ load_target_settings(const std::string& dir, const std::string& target, const st
         candidate.produces.push_back(line.substr(9));
       }
     }
-    if (absolute(file_output) == output) {
+    if (util::absolute_path(file_output) == output) {
       return candidate;
     }
   }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,27 @@ is_safe_component(std::string_view name)
 {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos
          && name.find('\0') == std::string_view::npos;
+}
+
+std::string
+absolute_path(const std::string& path)
+{
+  std::error_code error;
+  auto absolute = std::filesystem::absolute(path, error);
+  if (error) {
+    return path;
+  }
+  std::string normal = absolute.lexically_normal().string();
+  if (normal.size() > 1 && normal.back() == '/') {
+    normal.pop_back(); // "/a/b/." normalizes to "/a/b/"
+  }
+  return normal;
+}
+
+std::string
+base_name(const std::string& path)
+{
+  return std::filesystem::path(path).filename().string();
 }
 
 std::pair<std::string_view, std::string_view>

@@ -26,6 +26,13 @@ Expected<void> fsync_directory(int dir_fd);
 // "..", no '/' and no NUL.
 bool is_safe_component(std::string_view name);
 
+// `path` made absolute and lexically normal, without resolving symlinks and
+// without a trailing slash ("/a/b/." -> "/a/b").
+std::string absolute_path(const std::string& path);
+
+// The last component of `path`: "/a/b/libx.so" -> "libx.so".
+std::string base_name(const std::string& path);
+
 // Splits "a/b/c" into directory "a/b" and name "c".
 std::pair<std::string_view, std::string_view> split_last(std::string_view relative);
 
