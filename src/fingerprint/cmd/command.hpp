@@ -46,5 +46,6 @@ const Command& launch_command();
 const Command& installed_command();
 const Command& check_command();
 const Command& graph_command();
+const Command& fsck_command();
 
 } // namespace fingerprint::cmd

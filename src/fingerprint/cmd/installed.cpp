@@ -52,7 +52,7 @@ produced_origins(const store::DirectoryStore& store, const std::string& project,
 }
 
 Expected<size_t>
-record_installed(const Args& args)
+record_installed(const Args& args, store::DirectoryStore::Warnings& warnings)
 {
   auto algorithm = algorithm_option(args);
   if (!algorithm) {
@@ -111,14 +111,14 @@ record_installed(const Args& args)
     event.time = time;
     events.push_back(std::move(event));
   }
-  if (auto ok = store->append(events); !ok) {
+  if (auto ok = store->append(events, &warnings); !ok) {
     return ok.error();
   }
   for (const auto& event : events) {
     if (event.digest == event.from) {
       continue; // installed unchanged: the producer event already says it all
     }
-    if (auto ok = store->append_link(*store::parse_digest_key(event.from), event); !ok) {
+    if (auto ok = store->append_link(*store::parse_digest_key(event.from), event, &warnings); !ok) {
       return ok.error();
     }
   }
@@ -132,7 +132,11 @@ run(const Args& args, Context& context)
     print_error(context, "installed: --project and --build-dir are required");
     return k_exit_usage;
   }
-  auto recorded = record_installed(args);
+  store::DirectoryStore::Warnings warnings;
+  auto recorded = record_installed(args, warnings);
+  for (const auto& warning : warnings) {
+    print_warning(context, warning);
+  }
   if (!recorded) {
     if (args.flag("required")) {
       print_error(context, "installed files not fingerprinted: " + recorded.error().message);

@@ -161,7 +161,10 @@ run(const Args& args, Context& context)
       }
       request.build_id = *counted;
     }
-    return core::record(request, [&](const Error& error) { print_error(context, error.message); });
+    return core::record(
+      request,
+      [&](const Error& error) { print_error(context, error.message); },
+      [&](const std::string& warning) { print_warning(context, warning); });
   }();
   if (!outcome) {
     if (args.flag("required")) {

@@ -31,6 +31,7 @@ table()
                                            &consumers_command(),
                                            &verify_command(),
                                            &graph_command(),
+                                           &fsck_command(),
                                            &check_command(),
                                            &launch_command(),
                                            &installed_command()};

@@ -81,7 +81,10 @@ run(const Args& args, Context& context)
   request.produced = produced;
   request.consumed = consumed;
   request.algorithm = *algorithm;
-  auto recorded = core::record(request, [&](const Error& error) { print_error(context, error.message); });
+  auto recorded = core::record(
+    request,
+    [&](const Error& error) { print_error(context, error.message); },
+    [&](const std::string& warning) { print_warning(context, warning); });
   if (!recorded) {
     print_error(context, "record: " + recorded.error().message);
     return k_exit_failure;

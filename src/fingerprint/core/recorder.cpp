@@ -21,7 +21,9 @@ host_name()
 }
 
 Expected<size_t>
-record(const RecordRequest& request, const std::function<void(const Error&)>& on_file_error)
+record(const RecordRequest& request,
+       const std::function<void(const Error&)>& on_file_error,
+       const std::function<void(const std::string&)>& on_warning)
 {
   std::vector<std::string> all = request.produced;
   all.insert(all.end(), request.consumed.begin(), request.consumed.end());
@@ -83,8 +85,15 @@ record(const RecordRequest& request, const std::function<void(const Error&)>& on
   if (!store) {
     return store.error();
   }
-  if (auto ok = store->append(events); !ok) {
-    return ok.error();
+  store::DirectoryStore::Warnings warnings;
+  auto appended = store->append(events, &warnings);
+  if (on_warning) {
+    for (const auto& warning : warnings) {
+      on_warning(warning);
+    }
+  }
+  if (!appended) {
+    return appended.error();
   }
   return events.size();
 }

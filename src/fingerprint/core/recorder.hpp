@@ -27,8 +27,11 @@ struct RecordRequest
 // `produced` event per product and one `consumed` event per (input,
 // product). One unreadable file means nothing is appended: each such file
 // is passed to `on_file_error`, and the result is an error. Returns the
-// number of events appended.
-Expected<size_t> record(const RecordRequest& request, const std::function<void(const Error&)>& on_file_error);
+// number of events appended. `on_warning` hears about damaged logs met while
+// appending (the events are appended regardless).
+Expected<size_t> record(const RecordRequest& request,
+                        const std::function<void(const Error&)>& on_file_error,
+                        const std::function<void(const std::string&)>& on_warning = {});
 
 // The host name, as events carry it.
 std::string host_name();

@@ -1,10 +1,12 @@
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/format.hpp>
+#include <fingerprint/store/log_io.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <dirent.h>
 #include <fcntl.h>
 #include <map>
@@ -12,12 +14,13 @@
 #include <sched.h>
 #include <set>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace fingerprint::store {
 
-namespace {
+namespace detail {
 
 using util::Fd;
 
@@ -93,6 +96,72 @@ tail_is_torn(int fd, off_t size)
   return true;
 }
 
+// What an appender can see cheaply of a log's health: its last line. A torn
+// line or an unreadable last line is worth a warning (the append itself
+// goes ahead: it loses nothing). Lines deeper in the log are fsck's to find.
+std::optional<std::string>
+look_at_tail(int fd, off_t size, bool torn)
+{
+  if (torn) {
+    return "ends in a torn line (a writer died mid-write)";
+  }
+  constexpr off_t k_window = 32 * 1024;
+  if (size <= 1) {
+    return std::nullopt;
+  }
+  const off_t length = std::min(size, k_window);
+  std::string tail(static_cast<size_t>(length), '\0');
+  if (::pread(fd, tail.data(), tail.size(), size - length) != length) {
+    return std::nullopt;
+  }
+  tail.pop_back(); // its newline
+  const size_t start = tail.rfind('\n');
+  if (start == std::string::npos && size > k_window) {
+    return "ends in a line longer than " + std::to_string(k_window / 1024) + " KiB";
+  }
+  const std::string_view line = std::string_view(tail).substr(start == std::string::npos ? 0 : start + 1);
+  if (line.empty()) {
+    return std::nullopt;
+  }
+  if (auto event = parse_event(line); !event) {
+    return "its last line is unreadable (" + event.error().message + ")";
+  }
+  return std::nullopt;
+}
+
+// After a short write on an O_APPEND descriptor, our partial line ends where
+// the descriptor's offset now is. Taken back (truncated) when nothing came
+// after it, under the exclusive lock; otherwise it stays as one unreadable
+// line that readers skip and fsck reports.
+std::string
+take_back(int fd, ssize_t written)
+{
+  const off_t end = ::lseek(fd, 0, SEEK_CUR);
+  if (written <= 0) {
+    return "nothing was appended";
+  }
+  struct stat st
+  {};
+  if (end >= written && lock(fd, LOCK_EX) && ::fstat(fd, &st) == 0 && st.st_size == end
+      && ::ftruncate(fd, end - written) == 0) {
+    return "the partial line was taken back; nothing was appended";
+  }
+  return "a partial line of " + std::to_string(written) + " bytes remains at byte " + std::to_string(end - written)
+         + " (readers skip it; fingerprint fsck --repair removes it)";
+}
+
+// Every line the store writes is one flat object that starts with {"v":
+// and ends with its only '}'. A line that begins like that (or is a prefix
+// of that beginning) and has no '}' is the front of an event whose writer
+// died mid-write.
+bool
+looks_torn(std::string_view line)
+{
+  constexpr std::string_view k_start = "{\"v\":";
+  const bool starts = line.size() < k_start.size() ? k_start.starts_with(line) : line.starts_with(k_start);
+  return starts && line.find('}') == std::string_view::npos;
+}
+
 void
 parse_lines(std::string_view text, const std::string& file, LogContents& out)
 {
@@ -115,7 +184,7 @@ parse_lines(std::string_view text, const std::string& file, LogContents& out)
     }
     auto event = parse_event(line);
     if (!event) {
-      out.problems.push_back({file, line_number, event.error().message});
+      out.problems.push_back({file, line_number, event.error().message, looks_torn(line)});
       continue;
     }
     out.events.push_back(std::move(*event));
@@ -175,7 +244,9 @@ ensure_format_file(int root_fd, const std::string& root)
   return make_error(path, "could not be created");
 }
 
-} // namespace
+} // namespace detail
+
+using namespace detail;
 
 DirectoryStore::DirectoryStore(std::string root, Fd root_fd)
   : m_root(std::move(root))
@@ -274,12 +345,13 @@ DirectoryStore::decode_component(std::string_view text)
 }
 
 Expected<void>
-DirectoryStore::append_line(const std::string& relative_path, const std::string& lines) const
+DirectoryStore::append_line(const std::string& relative_path, const std::string& lines, Warnings* warnings) const
 {
+  const std::string full = m_root + "/" + relative_path;
   const auto [dir, name] = util::split_last(relative_path);
   auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, true);
   if (!dir_fd) {
-    return make_error(m_root + "/" + relative_path, dir_fd.error().message);
+    return make_error(full, dir_fd.error().message);
   }
   const std::string file_name(name);
   // Bounded: each retry means a compaction replaced the log meanwhile.
@@ -288,10 +360,10 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
       dir_fd->get(), file_name.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666));
     if (!fd) {
       const char* why = errno == ELOOP ? "is a symbolic link (not followed inside the store)" : nullptr;
-      return make_error(m_root + "/" + relative_path, why != nullptr ? why : util::errno_text(errno));
+      return make_error(full, why != nullptr ? why : util::errno_text(errno));
     }
     if (!lock(fd.get(), LOCK_SH)) {
-      return make_error(m_root + "/" + relative_path, "cannot lock: " + util::errno_text(errno));
+      return make_error(full, "cannot lock: " + util::errno_text(errno));
     }
     if (!still_linked(dir_fd->get(), file_name, fd.get())) {
       continue;
@@ -299,32 +371,46 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
     struct stat st
     {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      return make_error(m_root + "/" + relative_path, "not a regular file");
+      return make_error(full, "not a regular file");
     }
     // A writer that died mid-line left no newline; start on a fresh line so
     // that only the torn line is lost, not this one too.
     std::string buffer;
-    if (tail_is_torn(fd.get(), st.st_size)) {
+    const bool torn = tail_is_torn(fd.get(), st.st_size);
+    if (torn) {
       buffer += '\n';
     }
     buffer += lines;
     buffer += '\n';
+    if (warnings != nullptr) {
+      if (auto problem = look_at_tail(fd.get(), st.st_size, torn)) {
+        warnings->push_back(full + ": " + *problem
+                            + "; the new event was appended after it (run: fingerprint fsck --repair)");
+      }
+    }
+    // A file-size limit would cut the line short: refuse before writing.
+    struct rlimit limit
+    {};
+    if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+        && static_cast<rlim_t>(st.st_size) + buffer.size() > limit.rlim_cur) {
+      return make_error(full, "appending would exceed the file size limit (ulimit -f); nothing was appended");
+    }
     // One write() of whole lines: O_APPEND makes them land contiguously
     // after every other complete line, whatever other writers do.
     const ssize_t written = ::write(fd.get(), buffer.data(), buffer.size());
     if (written < 0) {
-      return make_error(m_root + "/" + relative_path, util::errno_text(errno));
+      return make_error(full, util::errno_text(errno) + "; nothing was appended");
     }
     if (static_cast<size_t>(written) != buffer.size()) {
-      return make_error(m_root + "/" + relative_path, "short write (disk full or file size limit)");
+      return make_error(full, "short write (disk full or file size limit): " + take_back(fd.get(), written));
     }
     return {};
   }
-  return make_error(m_root + "/" + relative_path, "log kept being replaced while appending");
+  return make_error(full, "log kept being replaced while appending");
 }
 
 Expected<void>
-DirectoryStore::append(const std::vector<Event>& events) const
+DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) const
 {
   if (!m_root_fd) {
     return make_error(m_root, "store not opened for writing");
@@ -350,12 +436,23 @@ DirectoryStore::append(const std::vector<Event>& events) const
     if (!key) {
       return key.error();
     }
+    const std::string project = encode_component(event.project);
+    const std::string build = encode_component(event.build) + ".jsonl";
+    // Checked before anything is written, so that a name the filesystem
+    // refuses cannot leave an event in one log and not in the other.
+    for (const std::string* component : {&project, &build}) {
+      if (component->size() > NAME_MAX) {
+        return make_error(m_root,
+                          "project name or build id too long for a file name (" + std::to_string(component->size())
+                            + " bytes encoded, at most " + std::to_string(NAME_MAX) + ")");
+      }
+    }
     const std::string line = serialize(event);
     add(key->log_path(), line);
-    add("builds/" + encode_component(event.project) + "/" + encode_component(event.build) + ".jsonl", line);
+    add("builds/" + project + "/" + build, line);
   }
   for (const auto& [path, text] : batches) {
-    if (auto ok = append_line(path, text); !ok) {
+    if (auto ok = append_line(path, text, warnings); !ok) {
       return ok;
     }
   }
@@ -363,12 +460,12 @@ DirectoryStore::append(const std::vector<Event>& events) const
 }
 
 Expected<void>
-DirectoryStore::append_link(const DigestKey& log, const Event& event) const
+DirectoryStore::append_link(const DigestKey& log, const Event& event, Warnings* warnings) const
 {
   if (!m_root_fd) {
     return make_error(m_root, "store not opened for writing");
   }
-  return append_line(log.log_path(), serialize(event));
+  return append_line(log.log_path(), serialize(event), warnings);
 }
 
 Expected<std::string>

@@ -5,6 +5,7 @@
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ struct LogProblem
   std::string file; // relative to the store
   size_t line = 0;  // 1-based
   std::string message;
+  // The line is the start of an event cut short: a writer died mid-write
+  // and a later writer began a fresh line after it.
+  bool torn = false;
 };
 
 // The readable events of one log and what could not be read.
@@ -40,6 +44,34 @@ struct CompactionResult
 {
   size_t events_before = 0;
   size_t events_after = 0;
+};
+
+// One thing fsck found wrong, and what --repair did about it.
+struct FsckFinding
+{
+  std::string file; // relative to the store
+  size_t line = 0;  // 1-based; 0 for the whole file
+  std::string problem;
+  bool torn = false;  // a line cut short by a writer that died mid-write
+  std::string repair; // empty when not repaired
+};
+
+struct FsckReport
+{
+  size_t logs = 0;          // artifact logs read
+  size_t build_indexes = 0; // build index files read
+  size_t events = 0;        // readable events in them
+  std::vector<FsckFinding> findings;
+  size_t repaired = 0;        // findings that --repair dealt with
+  size_t events_restored = 0; // events a rebuilt log got back from its counterparts
+  std::string quarantine;     // where this run moved files, relative to the store
+};
+
+struct FsckOptions
+{
+  bool repair = false;
+  // Called as files are checked: (done, total).
+  std::function<void(size_t, size_t)> progress;
 };
 
 // Lines longer than this are refused when reading (a hostile or broken log
@@ -75,13 +107,17 @@ public:
     return m_root_fd.valid();
   }
 
+  // Warnings about a log's health met while appending (a torn or
+  // unreadable last line): the append went ahead regardless.
+  using Warnings = std::vector<std::string>;
+
   // Appends each event to its artifact's log and to its build's index.
-  Expected<void> append(const std::vector<Event>& events) const;
+  Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const;
 
   // Appends `event` to the log of another artifact, `log` (not to a build
   // index): an installed copy's event also goes to the log of the
   // build-tree file it came from, so either can be found from the other.
-  Expected<void> append_link(const DigestKey& log, const Event& event) const;
+  Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const;
 
   // One artifact's log as stored, for byte-level checks; empty when absent.
   Expected<std::string> read_raw_log(const DigestKey& key) const;
@@ -101,6 +137,13 @@ public:
   // test uses it to race appenders against the rename).
   Expected<CompactionResult> compact(const DigestKey& key, bool rewrite_always = false) const;
 
+  // Checks every log and build index. With `repair`, moves each damaged or
+  // stray file into quarantine/<run>/ (never deleting anything) and rebuilds
+  // a damaged log from its readable lines plus the copies of its events kept
+  // on the other side (an artifact's events are also in its builds' indexes,
+  // and the other way round). Each rebuild takes the log's exclusive lock.
+  Expected<FsckReport> fsck(const FsckOptions& options) const;
+
   // Encoding of a project name or build id as one path component: bytes
   // outside [A-Za-z0-9._+-] (and a leading '.') become %XX.
   static std::string encode_component(std::string_view text);
@@ -110,7 +153,7 @@ private:
   DirectoryStore(std::string root, util::Fd root_fd);
 
   // Appends complete lines (newline-separated, without the last newline).
-  Expected<void> append_line(const std::string& relative_path, const std::string& lines) const;
+  Expected<void> append_line(const std::string& relative_path, const std::string& lines, Warnings* warnings) const;
   Expected<LogContents> read_file(const std::string& relative_path) const;
 
   std::string m_root;

@@ -1,0 +1,157 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <unistd.h>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"repair", OptionKind::flag, {}, "move damaged and stray files to quarantine/ and rebuild the damaged logs"},
+  {"json", OptionKind::flag, {}, "print the report as JSON"},
+};
+
+// "fsck: 1200/5000 files" on a terminal, at most ten times a second.
+class Progress
+{
+public:
+  explicit Progress(std::FILE* stream)
+    : m_stream(::isatty(::fileno(stream)) != 0 ? stream : nullptr)
+  {
+  }
+  ~Progress()
+  {
+    if (m_shown) {
+      std::fputs("\r\033[K", m_stream);
+    }
+  }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void
+  operator()(size_t done, size_t total)
+  {
+    if (m_stream == nullptr) {
+      return;
+    }
+    const int64_t now = util::now_ns();
+    if (now - m_last < 100'000'000 && done != total) {
+      return;
+    }
+    m_last = now;
+    m_shown = true;
+    std::fprintf(m_stream, "\rfsck: %zu/%zu files checked", done, total);
+    std::fflush(m_stream);
+  }
+
+private:
+  std::FILE* m_stream;
+  int64_t m_last = 0;
+  bool m_shown = false;
+};
+
+int
+run(const Args& args, Context& context)
+{
+  if (!args.positional().empty()) {
+    print_error(context, "fsck: takes no arguments (the store is --store DIR or $FINGERPRINT_DIR)");
+    return k_exit_usage;
+  }
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
+  if (!store) {
+    return status;
+  }
+  store::FsckOptions options;
+  options.repair = args.flag("repair");
+  Expected<store::FsckReport> report = Error{};
+  {
+    Progress progress(context.err);
+    options.progress = [&](size_t done, size_t total) { progress(done, total); };
+    report = store->fsck(options);
+  }
+  if (!report) {
+    print_error(context, "fsck: " + report.error().message);
+    return k_exit_failure;
+  }
+  size_t torn = 0;
+  for (const auto& finding : report->findings) {
+    torn += finding.torn ? 1 : 0;
+  }
+  const bool healthy = report->repaired == report->findings.size();
+  if (args.flag("json")) {
+    nlohmann::ordered_json out;
+    out["store"] = store->root();
+    out["logs"] = report->logs;
+    out["build_indexes"] = report->build_indexes;
+    out["events"] = report->events;
+    out["problems"] = nlohmann::ordered_json::array();
+    for (const auto& finding : report->findings) {
+      nlohmann::ordered_json problem;
+      problem["file"] = finding.file;
+      problem["line"] = finding.line;
+      problem["problem"] = finding.problem;
+      problem["torn"] = finding.torn;
+      if (!finding.repair.empty()) {
+        problem["repair"] = finding.repair;
+      }
+      out["problems"].push_back(std::move(problem));
+    }
+    out["repaired"] = report->repaired;
+    out["events_restored"] = report->events_restored;
+    if (!report->quarantine.empty()) {
+      out["quarantine"] = report->quarantine;
+    }
+    write_out(context, out.dump(2) + "\n");
+    return healthy ? k_exit_ok : k_exit_failure;
+  }
+  std::string text;
+  for (const auto& finding : report->findings) {
+    text += store->root() + "/" + finding.file;
+    if (finding.line > 0) {
+      text += ":" + std::to_string(finding.line);
+    }
+    text += ": " + finding.problem + "\n";
+    if (!finding.repair.empty()) {
+      text += "  repaired: " + finding.repair + "\n";
+    }
+  }
+  text += "fsck: " + std::to_string(report->logs) + " artifact logs, " + std::to_string(report->build_indexes)
+          + " build indexes, " + std::to_string(report->events) + " events; ";
+  if (report->findings.empty()) {
+    text += "no problems\n";
+  } else {
+    text += std::to_string(report->findings.size()) + " problem(s)";
+    if (torn > 0) {
+      text += " (" + std::to_string(torn) + " torn line(s) left by writers that died mid-write)";
+    }
+    if (options.repair) {
+      text += ", " + std::to_string(report->repaired) + " repaired";
+      if (report->events_restored > 0) {
+        text += ", " + std::to_string(report->events_restored) + " events restored";
+      }
+    } else {
+      text += "; run fingerprint fsck --repair to move them to quarantine/ and rebuild the logs";
+    }
+    text += "\n";
+  }
+  write_out(context, text);
+  return healthy ? k_exit_ok : k_exit_failure;
+}
+
+} // namespace
+
+const Command&
+fsck_command()
+{
+  static const Command k_command{"fsck",
+                                 "[--repair] [--json]",
+                                 "check every log of the store; --repair quarantines and rebuilds (never deletes)",
+                                 k_options,
+                                 run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd
