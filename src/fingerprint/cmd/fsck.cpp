@@ -78,7 +78,7 @@ run(const Args& args, Context& context)
   }
   size_t torn = 0;
   for (const auto& finding : report->findings) {
-    torn += finding.torn ? 1 : 0;
+    torn += finding.kind == store::FsckKind::torn_line ? 1 : 0;
   }
   const bool healthy = report->repaired == report->findings.size();
   if (args.flag("json")) {
@@ -93,7 +93,7 @@ run(const Args& args, Context& context)
       problem["file"] = finding.file;
       problem["line"] = finding.line;
       problem["problem"] = finding.problem;
-      problem["torn"] = finding.torn;
+      problem["kind"] = store::fsck_kind_name(finding.kind);
       if (!finding.repair.empty()) {
         problem["repair"] = finding.repair;
       }

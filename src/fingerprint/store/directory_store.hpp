@@ -46,13 +46,24 @@ struct CompactionResult
   size_t events_after = 0;
 };
 
+// What fsck finds. A crash (a killed writer or compaction) leaves only the
+// first two kinds; anything else is damage from outside.
+enum class FsckKind
+{
+  torn_line, // a line cut short by a writer that died mid-write
+  leftover,  // a temporary file of an interrupted compaction or repair
+  damage,    // an unreadable line, a misplaced event, a stray file
+};
+
+std::string_view fsck_kind_name(FsckKind kind);
+
 // One thing fsck found wrong, and what --repair did about it.
 struct FsckFinding
 {
   std::string file; // relative to the store
   size_t line = 0;  // 1-based; 0 for the whole file
   std::string problem;
-  bool torn = false;  // a line cut short by a writer that died mid-write
+  FsckKind kind = FsckKind::damage;
   std::string repair; // empty when not repaired
 };
 

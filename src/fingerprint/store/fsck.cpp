@@ -38,6 +38,7 @@ struct StoreFile
   DigestKey key;  // artifact_log
   BuildRef build; // build_index
   std::string why_stray;
+  FsckKind stray_kind = FsckKind::damage;
 };
 
 struct Listing
@@ -94,6 +95,8 @@ entry_type(int root_fd, const std::string& relative, unsigned char d_type)
   return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
 }
 
+constexpr std::string_view k_leftover = "a temporary file left by an interrupted compaction or repair";
+
 std::string
 stray_reason(std::string_view name, unsigned char type)
 {
@@ -105,7 +108,7 @@ stray_reason(std::string_view name, unsigned char type)
   }
   if (name.find(".compact.") != std::string_view::npos || name.find(".repair.") != std::string_view::npos
       || name.find(".tmp.") != std::string_view::npos) {
-    return "a temporary file left by an interrupted compaction or repair";
+    return std::string(k_leftover);
   }
   return "not a log of the store";
 }
@@ -116,7 +119,9 @@ list_store(int root_fd)
 {
   Listing listing;
   auto add_stray = [&](std::string relative, std::string_view name, unsigned char type) {
-    listing.files.push_back({std::move(relative), FileKind::stray, {}, {}, stray_reason(name, type)});
+    std::string why = stray_reason(name, type);
+    const FsckKind kind = why == k_leftover ? FsckKind::leftover : FsckKind::damage;
+    listing.files.push_back({std::move(relative), FileKind::stray, {}, {}, std::move(why), kind});
   };
   list_directory(root_fd, ".", listing, [&](const std::string& name, unsigned char d_type) {
     if (name.starts_with(std::string(k_format_file) + ".tmp.")) {
@@ -207,23 +212,22 @@ check_contents(const StoreFile& file, std::string_view text)
       {file.relative,
        problem.line,
        problem.torn ? "torn line (a writer died mid-write): " + problem.message : "unreadable line: " + problem.message,
-       problem.torn,
+       problem.torn ? FsckKind::torn_line : FsckKind::damage,
        {}});
   }
   if (contents.torn_tail) {
     const auto lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-    checked.findings.push_back({file.relative, lines + 1, "torn last line (a writer died mid-write)", true, {}});
+    checked.findings.push_back(
+      {file.relative, lines + 1, "torn last line (a writer died mid-write)", FsckKind::torn_line, {}});
   }
-  size_t line = 0;
   for (auto& event : contents.events) {
-    ++line;
     if (!belongs(file, event)) {
       checked.findings.push_back({file.relative,
                                   0,
                                   file.kind == FileKind::artifact_log
                                     ? "holds an event of another artifact (" + event.digest + ")"
                                     : "holds an event of another build (" + event.project + " " + event.build + ")",
-                                  false,
+                                  FsckKind::damage,
                                   {}});
       continue;
     }
@@ -444,6 +448,20 @@ rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra,
 
 } // namespace
 
+std::string_view
+fsck_kind_name(FsckKind kind)
+{
+  switch (kind) {
+    case FsckKind::torn_line:
+      return "torn";
+    case FsckKind::leftover:
+      return "leftover";
+    case FsckKind::damage:
+      break;
+  }
+  return "damage";
+}
+
 Expected<FsckReport>
 DirectoryStore::fsck(const FsckOptions& options) const
 {
@@ -464,13 +482,14 @@ DirectoryStore::fsck(const FsckOptions& options) const
     const StoreFile& file = listing.files[i];
     const size_t before = report.findings.size();
     if (file.kind == FileKind::stray) {
-      report.findings.push_back({file.relative, 0, file.why_stray, false, {}});
+      report.findings.push_back({file.relative, 0, file.why_stray, file.stray_kind, {}});
     } else {
       (file.kind == FileKind::artifact_log ? report.logs : report.build_indexes) += 1;
       auto fd = detail::open_below(root_fd, file.relative, O_RDONLY | O_NONBLOCK, false);
       auto text = fd && fd->valid() ? util::read_all(fd->get()) : Expected<std::string>(std::string());
       if (!fd || !text) {
-        report.findings.push_back({file.relative, 0, fd ? text.error().message : fd.error().message, false, {}});
+        report.findings.push_back(
+          {file.relative, 0, fd ? text.error().message : fd.error().message, FsckKind::damage, {}});
       } else {
         Checked checked = check_contents(file, *text);
         report.events += checked.events.size();
