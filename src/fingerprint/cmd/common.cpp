@@ -108,6 +108,12 @@ event_json(const store::Event& event)
   return nlohmann::ordered_json::parse(store::serialize(event));
 }
 
+std::string
+dump_json(const nlohmann::ordered_json& value)
+{
+  return value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 void
 write_out(Context& context, std::string_view text)
 {

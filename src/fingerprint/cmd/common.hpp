@@ -52,6 +52,11 @@ using util::base_name;
 // An event as the JSON object of DESIGN.md section 6 (all its fields).
 nlohmann::ordered_json event_json(const store::Event& event);
 
+// `value` as indented JSON text. Bytes that are not UTF-8 (a file name in
+// another encoding, a damaged log quoted in an error) become U+FFFD rather
+// than an exception.
+std::string dump_json(const nlohmann::ordered_json& value);
+
 // Writes `text` to the context's output.
 void write_out(Context& context, std::string_view text);
 

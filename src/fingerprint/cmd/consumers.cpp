@@ -83,7 +83,7 @@ run(const Args& args, Context& context)
       }
       array.push_back(std::move(object));
     }
-    write_out(context, array.dump(2) + "\n");
+    write_out(context, dump_json(array));
     return k_exit_ok;
   }
   if (hits->empty()) {

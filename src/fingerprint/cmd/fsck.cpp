@@ -104,7 +104,7 @@ run(const Args& args, Context& context)
     if (!report->quarantine.empty()) {
       out["quarantine"] = report->quarantine;
     }
-    write_out(context, out.dump(2) + "\n");
+    write_out(context, dump_json(out));
     return healthy ? k_exit_ok : k_exit_failure;
   }
   std::string text;

@@ -92,7 +92,7 @@ joined(const std::set<std::string>& names)
 std::string
 quoted(const std::string& text)
 {
-  return nlohmann::json(text).dump();
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 int
@@ -164,7 +164,7 @@ run(const Args& args, Context& context)
       json["edges"].push_back({{"from", edge.from}, {"to", edge.to}, {"artifacts", names}});
     }
     json["nodes"] = nodes;
-    text = json.dump(2) + "\n";
+    text = dump_json(json);
   }
   write_out(context, text);
   return k_exit_ok;

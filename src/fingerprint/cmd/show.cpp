@@ -107,7 +107,7 @@ run(const Args& args, Context& context)
     print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->root());
     return k_exit_failure;
   }
-  write_out(context, args.flag("json") ? json(*record).dump(2) + "\n" : human(*record));
+  write_out(context, args.flag("json") ? dump_json(json(*record)) : human(*record));
   return k_exit_ok;
 }
 

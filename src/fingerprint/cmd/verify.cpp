@@ -160,7 +160,7 @@ run(const Args& args, Context& context)
     for (const auto& verdict : verdicts) {
       array.push_back(to_json(verdict));
     }
-    write_out(context, array.dump(2) + "\n");
+    write_out(context, dump_json(array));
     return status;
   }
   std::string text;
