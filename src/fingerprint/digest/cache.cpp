@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -91,8 +92,16 @@ DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
   if (!enabled()) {
     return std::nullopt;
   }
-  util::Fd fd(::open(entry_path(algorithm, identity).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  util::Fd fd(::open(entry_path(algorithm, identity).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd) {
+    return std::nullopt;
+  }
+  // An entry is taken for the file's digest unread, so it must be this
+  // user's own: one another user wrote (a cache directory shared through an
+  // inherited $FINGERPRINT_CACHE_DIR) could name any digest for our files.
+  struct stat st
+  {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
     return std::nullopt;
   }
   char buffer[512];
@@ -127,7 +136,9 @@ DigestCache::store(Algorithm algorithm,
   }
   const std::string path = entry_path(algorithm, identity);
   const auto [dir, name] = util::split_last(path);
-  auto dir_fd = util::open_directory(std::string(dir), true);
+  // Private (0700, entries 0600): a cache is one user's, never shared, so
+  // another user's runs neither write into it nor read from it.
+  auto dir_fd = util::open_directory(std::string(dir), true, 0700);
   if (!dir_fd) {
     return; // an unwritable cache only costs time
   }
@@ -141,7 +152,7 @@ DigestCache::store(Algorithm algorithm,
                                    hex.c_str());
   const std::string temp =
     std::string(name) + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(util::now_ns());
-  util::Fd fd(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
+  util::Fd fd(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) {
     return;
   }

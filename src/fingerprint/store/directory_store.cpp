@@ -640,6 +640,11 @@ DirectoryStore::compact(const DigestKey& key, bool rewrite_always) const
     if (!out) {
       return make_error(full, "cannot create a temporary file: " + util::errno_text(errno));
     }
+    // Another user's rebuild must not close a shared log to the group.
+    if (auto access = util::copy_access(fd.get(), out.get()); !access) {
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(full, "cannot give the compacted log the old one's mode: " + access.error().message);
+    }
     auto written = util::write_all(out.get(), rewritten);
     if (!written || ::fsync(out.get()) != 0) {
       const std::string why = written ? util::errno_text(errno) : written.error().message;

@@ -426,6 +426,11 @@ rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra,
     if (!out) {
       return make_error(file.relative, "cannot create a temporary file: " + util::errno_text(errno));
     }
+    // Another user's rebuild must not close a shared log to the group.
+    if (auto access = util::copy_access(fd.get(), out.get()); !access) {
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(file.relative, "cannot give the rebuilt log the old one's mode: " + access.error().message);
+    }
     auto written = util::write_all(out.get(), rewritten);
     if (!written || ::fsync(out.get()) != 0) {
       const std::string why = written ? util::errno_text(errno) : written.error().message;

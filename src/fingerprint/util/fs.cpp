@@ -12,8 +12,10 @@ namespace {
 
 constexpr int k_dir_flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
 
+constexpr mode_t k_umask_decides = 0777;
+
 Expected<Fd>
-open_or_make(int base_fd, const std::string& name, bool create, int extra_flags)
+open_or_make(int base_fd, const std::string& name, bool create, int extra_flags, mode_t mode)
 {
   for (int attempt = 0; attempt < 2; ++attempt) {
     Fd fd(::openat(base_fd, name.c_str(), k_dir_flags | extra_flags));
@@ -29,8 +31,9 @@ open_or_make(int base_fd, const std::string& name, bool create, int extra_flags)
       }
       return make_error(name, errno_text(errno));
     }
-    // Another process may make it first; EEXIST is success.
-    if (::mkdirat(base_fd, name.c_str(), 0777) != 0 && errno != EEXIST) {
+    // Another process may make it first; EEXIST is success. No chmod after:
+    // it would need the umask (racy to read) and could drop the setgid bit.
+    if (::mkdirat(base_fd, name.c_str(), mode) != 0 && errno != EEXIST) {
       return make_error(name, errno_text(errno));
     }
   }
@@ -78,7 +81,7 @@ split_last(std::string_view relative)
 }
 
 Expected<Fd>
-open_directory(const std::string& path, bool create)
+open_directory(const std::string& path, bool create, mode_t mode)
 {
   Fd fd(::open(path.c_str(), k_dir_flags));
   if (fd) {
@@ -100,7 +103,7 @@ open_directory(const std::string& path, bool create)
       end = path.size();
     }
     if (end > start) {
-      auto next = open_or_make(current.get(), path.substr(start, end - start), true, 0);
+      auto next = open_or_make(current.get(), path.substr(start, end - start), true, 0, mode);
       if (!next) {
         return make_error(path, next.error().message);
       }
@@ -128,7 +131,7 @@ open_directory_beneath(int base_fd, std::string_view relative, bool create)
     if (!is_safe_component(name)) {
       return make_error(std::string(relative), "unsafe path component");
     }
-    auto next = open_or_make(current.get(), std::string(name), create, O_NOFOLLOW);
+    auto next = open_or_make(current.get(), std::string(name), create, O_NOFOLLOW, k_umask_decides);
     if (!next) {
       return make_error(std::string(relative), next.error().message);
     }
@@ -139,6 +142,26 @@ open_directory_beneath(int base_fd, std::string_view relative, bool create)
     start = end + 1;
   }
   return current;
+}
+
+Expected<void>
+copy_access(int from_fd, int to_fd)
+{
+  struct stat from
+  {};
+  struct stat to
+  {};
+  if (::fstat(from_fd, &from) != 0 || ::fstat(to_fd, &to) != 0) {
+    return Error{errno_text(errno)};
+  }
+  if (to.st_gid != from.st_gid) {
+    (void)::fchown(to_fd, static_cast<uid_t>(-1), from.st_gid); // EPERM: not a member
+  }
+  // After the fchown, which may clear set-id bits; only the 0777 ones are kept.
+  if (::fchmod(to_fd, from.st_mode & 0777) != 0) {
+    return Error{errno_text(errno)};
+  }
+  return {};
 }
 
 Expected<void>
