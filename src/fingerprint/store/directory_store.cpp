@@ -402,7 +402,8 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
       return make_error(full, util::errno_text(errno) + "; nothing was appended");
     }
     if (static_cast<size_t>(written) != buffer.size()) {
-      return make_error(full, "short write (no space left on the device, or a file size limit): " + take_back(fd.get(), written));
+      return make_error(
+        full, "short write (no space left on the device, or a file size limit): " + take_back(fd.get(), written));
     }
     return {};
   }
