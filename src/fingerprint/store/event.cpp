@@ -318,6 +318,14 @@ validate(Event event, const std::string& kind, bool has_product, bool has_from)
   if (auto key = parse_digest_key(event.digest); !key) {
     return Error{"field 'digest': " + key.error().message};
   }
+  // Queries open these (verify digests what a build tree produced): a
+  // relative path would depend on where the query runs, and a NUL byte would
+  // make open() see a different, shorter path.
+  for (const auto& [name, value] : {std::pair{"path", &event.path}, std::pair{"build_dir", &event.build_dir}}) {
+    if (!value->starts_with('/') || value->find('\0') != std::string::npos) {
+      return Error{"field '" + std::string(name) + "' must be an absolute path without NUL bytes"};
+    }
+  }
   if (event.event == EventKind::consumed) {
     if (!has_product) {
       return Error{"missing field 'product' in a consumed event"};

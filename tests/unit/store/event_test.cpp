@@ -108,6 +108,11 @@ TEST(Event, MalformedLinesAreRefusedWithAReason)
   expect_refused(replace(good, R"("v":1)", R"("v":2)"), "newer than this fingerprint understands");
   expect_refused(replace(good, R"("project":"core")", R"("project":"core","project":"x")"), "appears twice");
   expect_refused(std::string(10000, '[') + std::string(10000, ']'), "must be a JSON object");
+  // Paths are opened by queries: absolute, and no NUL to cut them short.
+  expect_refused(replace(good, R"("path":"/work/build/)", R"("path":")"), "field 'path' must be an absolute path");
+  expect_refused(replace(good, R"("path":"/work/build/lib)", R"("path":"/etc/passwd\u0000/lib)"),
+                 "field 'path' must be an absolute path without NUL");
+  expect_refused(replace(good, R"("build_dir":"/work/build")", R"("build_dir":"")"), "field 'build_dir'");
 }
 
 // Stored lines go through a fast reader of exactly what serialize() writes;
