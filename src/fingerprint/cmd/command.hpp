@@ -47,5 +47,8 @@ const Command& installed_command();
 const Command& check_command();
 const Command& graph_command();
 const Command& fsck_command();
+const Command& builds_command();
+const Command& build_command();
+const Command& why_command();
 
 } // namespace fingerprint::cmd

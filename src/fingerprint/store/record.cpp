@@ -79,6 +79,46 @@ find_consumers(const DirectoryStore& store, const DigestKey& key, bool transitiv
   return hits;
 }
 
+Expected<std::vector<Event>>
+find_chain(const DirectoryStore& store, const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems)
+{
+  // Breadth first, so the chain is a shortest one; each artifact once.
+  std::map<std::string, std::pair<std::string, Event>> reached_by; // artifact -> (previous artifact, step)
+  std::deque<DigestKey> queue{from};
+  reached_by.emplace(from.str(), std::pair<std::string, Event>{});
+  while (!queue.empty() && reached_by.count(to.str()) == 0) {
+    const DigestKey current = std::move(queue.front());
+    queue.pop_front();
+    auto record = load_record(store, current);
+    if (!record) {
+      return record.error();
+    }
+    problems.insert(problems.end(), record->problems.begin(), record->problems.end());
+    auto step = [&](const std::string& next, const Event& event) {
+      if (auto key = parse_digest_key(next); key && reached_by.try_emplace(next, current.str(), event).second) {
+        queue.push_back(std::move(*key));
+      }
+    };
+    for (const Event& copy : record->installed_copies) {
+      step(copy.digest, copy);
+    }
+    for (const Event& event : record->consumers) {
+      step(event.product, event);
+    }
+  }
+  std::vector<Event> chain;
+  if (reached_by.count(to.str()) == 0) {
+    return chain;
+  }
+  for (std::string at = to.str(); at != from.str();) {
+    const auto& [previous, event] = reached_by.at(at);
+    chain.push_back(event);
+    at = previous;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
 Expected<void>
 for_each_indexed_event(const DirectoryStore& store,
                        const std::function<void(Event&)>& each,

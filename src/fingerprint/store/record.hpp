@@ -51,6 +51,15 @@ Expected<std::vector<ConsumerHit>> find_consumers(const DirectoryStore& store,
                                                   bool transitive,
                                                   std::vector<LogProblem>& problems);
 
+// The shortest chain of events that leads from artifact `from` to artifact
+// `to`: each step is a `consumed` event (its product is the next artifact)
+// or an `installed` one (an installed copy of the artifact). Empty when
+// `to` does not depend on `from`; `from == to` is a chain of no steps.
+Expected<std::vector<Event>> find_chain(const DirectoryStore& store,
+                                        const DigestKey& from,
+                                        const DigestKey& to,
+                                        std::vector<LogProblem>& problems);
+
 // Calls `each` for every event of the build index, build by build (only
 // `project`'s builds when it is not empty). Unreadable lines are appended
 // to `problems`; a build index that cannot be read at all is an error.

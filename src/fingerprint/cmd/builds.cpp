@@ -1,0 +1,244 @@
+// `builds` and `build show`: the build index, read one index file per build
+// (never the artifact logs).
+
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/util/table.hpp>
+
+#include <map>
+#include <set>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_builds_options[] = {
+  {"project", OptionKind::value, "P", "only project P's builds"},
+  {"json", OptionKind::flag, {}, "print a JSON array"},
+};
+
+constexpr OptionSpec k_build_options[] = {
+  {"json", OptionKind::flag, {}, "print one JSON object"},
+};
+
+// One build as its index tells it.
+struct BuildSummary
+{
+  store::BuildRef ref;
+  std::string build_dir;
+  std::string host;
+  std::string first_time; // RFC 3339 strings sort by time
+  std::string last_time;
+  std::set<std::string> produced; // digests
+  std::set<std::string> consumed;
+  size_t installed = 0;
+  std::vector<store::Event> events;
+};
+
+BuildSummary
+summarize(const store::BuildRef& ref, std::vector<store::Event> events)
+{
+  BuildSummary summary;
+  summary.ref = ref;
+  for (const auto& event : events) {
+    if (summary.first_time.empty() || event.time < summary.first_time) {
+      summary.first_time = event.time;
+    }
+    summary.last_time = std::max(summary.last_time, event.time);
+    summary.build_dir = event.build_dir;
+    summary.host = event.host;
+    switch (event.event) {
+      case store::EventKind::produced:
+        summary.produced.insert(event.digest);
+        break;
+      case store::EventKind::consumed:
+        summary.consumed.insert(event.digest);
+        break;
+      case store::EventKind::installed:
+        ++summary.installed;
+        break;
+    }
+  }
+  summary.events = std::move(events);
+  return summary;
+}
+
+nlohmann::ordered_json
+summary_json(const BuildSummary& summary)
+{
+  nlohmann::ordered_json object;
+  object["project"] = summary.ref.project;
+  object["build"] = summary.ref.build;
+  object["build_dir"] = summary.build_dir;
+  object["host"] = summary.host;
+  object["time"] = summary.first_time;
+  object["last_time"] = summary.last_time;
+  object["produced"] = summary.produced.size();
+  object["consumed"] = summary.consumed.size();
+  object["installed"] = summary.installed;
+  return object;
+}
+
+int
+run_builds(const Args& args, Context& context)
+{
+  if (!args.positional().empty()) {
+    print_error(context, "builds: takes no arguments (did you mean: fingerprint build show PROJECT BUILD?)");
+    return k_exit_usage;
+  }
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
+  if (!store) {
+    return status;
+  }
+  auto builds = store->list_builds();
+  if (!builds) {
+    print_error(context, builds.error().message);
+    return k_exit_failure;
+  }
+  const auto project = args.value("project");
+  std::vector<BuildSummary> summaries;
+  std::vector<store::LogProblem> problems;
+  for (const auto& ref : *builds) {
+    if (project && ref.project != *project) {
+      continue;
+    }
+    auto index = store->read_build(ref);
+    if (!index) {
+      print_error(context, index.error().message);
+      return k_exit_failure;
+    }
+    problems.insert(problems.end(), index->problems.begin(), index->problems.end());
+    summaries.push_back(summarize(ref, std::move(index->events)));
+  }
+  report_problems(context, store->root(), problems);
+  // Oldest first, like a log: the newest build is the last line.
+  std::stable_sort(summaries.begin(), summaries.end(), [](const BuildSummary& a, const BuildSummary& b) {
+    return a.first_time < b.first_time;
+  });
+  if (args.flag("json")) {
+    auto array = nlohmann::ordered_json::array();
+    for (const auto& summary : summaries) {
+      array.push_back(summary_json(summary));
+    }
+    write_out(context, dump_json(array));
+    return k_exit_ok;
+  }
+  if (summaries.empty()) {
+    write_out(context,
+              project ? "no builds of project " + *project + " recorded in " + store->root() + "\n"
+                      : "no builds recorded in " + store->root() + "\n");
+    return project ? k_exit_failure : k_exit_ok;
+  }
+  std::vector<std::vector<std::string>> rows{{"PROJECT", "BUILD", "TIME", "HOST", "PRODUCED", "CONSUMED", "BUILD DIR"}};
+  for (const auto& summary : summaries) {
+    rows.push_back({summary.ref.project,
+                    summary.ref.build,
+                    summary.first_time,
+                    summary.host,
+                    std::to_string(summary.produced.size()),
+                    std::to_string(summary.consumed.size()),
+                    summary.build_dir});
+  }
+  write_out(context, util::format_table(rows));
+  return k_exit_ok;
+}
+
+int
+run_build(const Args& args, Context& context)
+{
+  const auto& words = args.positional();
+  if (words.size() != 3 || words[0] != "show") {
+    print_error(context, "build: usage: fingerprint build show PROJECT BUILD (fingerprint builds lists them)");
+    return k_exit_usage;
+  }
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
+  if (!store) {
+    return status;
+  }
+  const store::BuildRef ref{words[1], words[2]};
+  auto index = store->read_build(ref);
+  if (!index) {
+    print_error(context, index.error().message);
+    return k_exit_failure;
+  }
+  report_problems(context, store->root(), index->problems);
+  if (index->events.empty()) {
+    print_error(context,
+                "no build " + ref.build + " of project " + ref.project + " in " + store->root()
+                  + " (fingerprint builds --project " + ref.project + " lists them)");
+    return k_exit_failure;
+  }
+  const BuildSummary summary = summarize(ref, std::move(index->events));
+  if (args.flag("json")) {
+    auto object = summary_json(summary);
+    for (const char* kind : {"produced", "consumed", "installed"}) {
+      object[std::string(kind) + "_events"] = nlohmann::ordered_json::array();
+    }
+    for (const auto& event : summary.events) {
+      object[std::string(store::event_kind_name(event.event)) + "_events"].push_back(event_json(event));
+    }
+    write_out(context, dump_json(object));
+    return k_exit_ok;
+  }
+  std::string text = "build " + ref.build + " of " + ref.project + " in " + summary.build_dir + " on " + summary.host
+                     + ", " + summary.first_time + "\n";
+  auto section = [&](store::EventKind kind, std::string_view title, bool with_product) {
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back({"TARGET", "DIGEST", "PATH"});
+    if (with_product) {
+      rows.back().push_back("FOR");
+    }
+    std::map<std::string, std::string> product_paths;
+    for (const auto& event : summary.events) {
+      if (event.event == store::EventKind::produced) {
+        product_paths[event.digest] = base_name(event.path);
+      }
+    }
+    for (const auto& event : summary.events) {
+      if (event.event != kind) {
+        continue;
+      }
+      // A human reads the first 12 hex digits; --json has them all.
+      rows.push_back({event.target, event.digest.substr(0, 19), event.path});
+      if (with_product) {
+        auto product = product_paths.find(event.product);
+        rows.back().push_back(product != product_paths.end() ? product->second : event.product.substr(0, 19));
+      }
+    }
+    text += '\n';
+    text += title;
+    text += rows.size() == 1 ? ": none\n" : ":\n" + util::format_table(rows, 2);
+  };
+  section(store::EventKind::produced, "produced", false);
+  section(store::EventKind::consumed, "consumed", true);
+  if (summary.installed > 0) {
+    section(store::EventKind::installed, "installed", false);
+  }
+  write_out(context, text);
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+builds_command()
+{
+  static const Command k_command{"builds",
+                                 "[--project P] [--json]",
+                                 "list the recorded builds: project, build id, time, host, counts, build tree",
+                                 k_builds_options,
+                                 run_builds};
+  return k_command;
+}
+
+const Command&
+build_command()
+{
+  static const Command k_command{
+    "build", "show PROJECT BUILD [--json]", "what one build produced and consumed", k_build_options, run_build};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd

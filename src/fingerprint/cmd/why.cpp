@@ -1,0 +1,102 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/store/record.hpp>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"json", OptionKind::flag, {}, "print the chain as JSON"},
+  {"algorithm", OptionKind::value, "A", "digest FILE arguments with A (default sha256)"},
+};
+
+std::string
+short_digest(const std::string& digest)
+{
+  return digest.substr(0, 19) + "...";
+}
+
+int
+run(const Args& args, Context& context)
+{
+  if (args.positional().size() != 2) {
+    print_error(context, "why: give CONSUMER and ARTIFACT (each a FILE or DIGEST)");
+    return k_exit_usage;
+  }
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    print_error(context, "why: " + algorithm.error().message);
+    return k_exit_usage;
+  }
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
+  if (!store) {
+    return status;
+  }
+  const std::string& consumer_argument = args.positional()[0];
+  const std::string& artifact_argument = args.positional()[1];
+  auto consumer = resolve_artifact(consumer_argument, *algorithm);
+  auto artifact = consumer ? resolve_artifact(artifact_argument, *algorithm) : consumer;
+  if (!consumer || !artifact) {
+    print_error(context, (!consumer ? consumer : artifact).error().message);
+    return k_exit_failure;
+  }
+  std::vector<store::LogProblem> problems;
+  auto chain = store::find_chain(*store, *artifact, *consumer, problems);
+  if (!chain) {
+    print_error(context, chain.error().message);
+    return k_exit_failure;
+  }
+  report_problems(context, store->root(), problems);
+  const bool depends = !chain->empty() || *artifact == *consumer;
+  if (args.flag("json")) {
+    nlohmann::ordered_json out;
+    out["consumer"] = consumer->str();
+    out["artifact"] = artifact->str();
+    out["depends"] = depends;
+    out["chain"] = nlohmann::ordered_json::array();
+    for (const auto& event : *chain) {
+      out["chain"].push_back(event_json(event));
+    }
+    write_out(context, dump_json(out));
+    return depends ? k_exit_ok : k_exit_failure;
+  }
+  if (!depends) {
+    write_out(context,
+              consumer_argument + " does not depend on " + artifact_argument + " in the store " + store->root() + "\n");
+    return k_exit_failure;
+  }
+  std::string text = consumer_argument + " depends on " + artifact_argument + ":\n";
+  std::string indent = "  ";
+  for (const auto& event : *chain) {
+    if (event.event == store::EventKind::installed) {
+      // The step leads from the build-tree file to its installed copy.
+      text += indent + short_digest(event.from) + "\n";
+      text += indent + "  installed by " + event.project + " build " + event.build + " as:\n";
+    } else {
+      text += indent + base_name(event.path) + " (" + short_digest(event.digest) + ")\n";
+      text += indent + "  consumed by " + event.project + " " + event.target + ", build " + event.build + " in "
+              + event.build_dir + ", to make:\n";
+    }
+    indent += "  ";
+  }
+  text += indent + base_name(consumer_argument) + " (" + short_digest(consumer->str()) + ")\n";
+  write_out(context, text);
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+why_command()
+{
+  static const Command k_command{"why",
+                                 "[--json] CONSUMER ARTIFACT",
+                                 "the chain of builds through which CONSUMER was made from ARTIFACT",
+                                 k_options,
+                                 run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd
