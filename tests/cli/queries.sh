@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The build index and dependency chains: builds, build show, why.
+# A chain lib -> app -> bundle across three projects, an installed copy of
+# lib that a fourth project consumes, and an unrelated artifact.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
+
+printf 'lib\n' >lib.so
+printf 'app\n' >app
+printf 'bundle\n' >bundle.tar
+printf 'installed lib with another rpath\n' >installed-lib.so
+printf 'plugin\n' >plugin.so
+printf 'other\n' >other
+mkdir -p b1 b2 b3 b4
+record() { run "$FP" --store S record --build-dir "$1" "${@:2}"; expect_rc 0 "record ${*:2}"; }
+record "$T/b1" --project core --target lib --build-id 1 --produced lib.so
+record "$T/b2" --project apps --target app --build-id 7 --produced app --consumed lib.so
+record "$T/b3" --project dist --target bundle --build-id 3 --produced bundle.tar --consumed app
+record "$T/b1" --project misc --target other --build-id 2 --produced other
+digest_of() { sha256sum "$1" | cut -c1-64; }
+
+run "$FP" --store S builds --json
+expect_rc 0 "builds --json"
+expect_json_each "$T/out" <<EOF
+four builds :: len(d) == 4
+oldest first :: [b['project'] for b in d] == ['core', 'apps', 'dist', 'misc']
+apps build 7 produced 1 and consumed 1 :: [(b['build'], b['produced'], b['consumed']) for b in d if b['project'] == 'apps'] == [('7', 1, 1)]
+the build dir is recorded :: [b['build_dir'] for b in d if b['project'] == 'dist'] == ['$T/b3']
+every build has a host and a time :: all(b['host'] and b['time'].endswith('Z') for b in d)
+EOF
+run "$FP" --store S builds --project dist --json
+expect_json "$T/out" "[b['build'] for b in d] == ['3']" "builds --project keeps one project"
+run "$FP" --store S builds
+expect_rc 0 "builds (table)"
+expect_in out "PROJECT" "the table has a header"
+expect_eq "$(grep -c "$T/b" "$T/out")" 4 "one table line per build"
+run "$FP" --store S builds --project nosuch
+expect_rc 1 "builds of an unknown project is a negative answer"
+
+run "$FP" --store S build show apps 7 --json
+expect_rc 0 "build show --json"
+expect_json_each "$T/out" <<EOF
+what it produced :: [e['path'] for e in d['produced_events']] == ['$T/app']
+what it consumed :: [e['path'] for e in d['consumed_events']] == ['$T/lib.so']
+the consumed event names its product :: d['consumed_events'][0]['product'] == 'sha256:$(digest_of app)'
+EOF
+run "$FP" --store S build show apps 7
+expect_in out "lib.so" "build show (table) lists the consumed file"
+run "$FP" --store S build show apps 8
+expect_rc 1 "build show of an unknown build is a negative answer"
+expect_in err "builds --project apps" "and says how to list the builds"
+run "$FP" --store S build list apps
+expect_rc 2 "build with anything but show is a usage error"
+
+run "$FP" --store S why --json bundle.tar lib.so
+expect_rc 0 "why bundle.tar lib.so"
+expect_json_each "$T/out" <<EOF
+it depends :: d['depends'] is True
+two steps: app consumed lib, bundle consumed app :: [(e['project'], e['digest'][7:]) for e in d['chain']] == [('apps', '$(digest_of lib.so)'), ('dist', '$(digest_of app)')]
+each step's product is the next step's artifact :: d['chain'][0]['product'] == d['chain'][1]['digest']
+the last product is the consumer :: d['chain'][-1]['product'] == 'sha256:$(digest_of bundle.tar)'
+EOF
+run "$FP" --store S why bundle.tar lib.so
+expect_in out "consumed by apps app, build 7" "the human chain names each build"
+run "$FP" --store S why lib.so bundle.tar
+expect_rc 1 "the reverse does not depend"
+expect_in out "does not depend" "and says so"
+run "$FP" --store S why other lib.so
+expect_rc 1 "an unrelated artifact does not depend"
+run "$FP" --store S why --json "sha256:$(digest_of app)" "sha256:$(digest_of lib.so)"
+expect_json "$T/out" "len(d['chain']) == 1" "digests work as arguments"
+run "$FP" --store S why app
+expect_rc 2 "why needs two arguments"
+
+# Through an installed copy: lib.so installed as installed-lib.so, which
+# plugin.so consumed. The installed event links the two logs.
+lib=$(digest_of lib.so)
+inst=$(digest_of installed-lib.so)
+run "$FP" --store S2 record --build-dir "$T/b1" --project core --target lib --build-id 1 --produced lib.so
+cp lib.so b1/lib.so
+run "$FP" --store S2 record --build-dir "$T/b4" --project plugins --target plugin --build-id 1 --produced plugin.so --consumed installed-lib.so
+event_line=$(printf '{"v":1,"event":"installed","digest":"sha256:%s","size":33,"path":"%s","project":"core","version":"","target":"lib","build":"1","build_dir":"%s","host":"h","time":"2026-11-30T00:00:00.000Z","from":"sha256:%s"}' "$inst" "$T/installed-lib.so" "$T/b1" "$lib")
+echo "$event_line" >>"S2/objects/sha256/${inst:0:2}/$inst.jsonl"
+echo "$event_line" >>"S2/objects/sha256/${lib:0:2}/$lib.jsonl"
+run "$FP" --store S2 why --json plugin.so lib.so
+expect_rc 0 "why follows an installed copy"
+expect_json "$T/out" "[e['event'] for e in d['chain']] == ['installed', 'consumed']" "the chain goes through the install"
+
+finish
