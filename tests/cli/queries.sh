@@ -72,6 +72,29 @@ expect_json "$T/out" "len(d['chain']) == 1" "digests work as arguments"
 run "$FP" --store S why app
 expect_rc 2 "why needs two arguments"
 
+# Provenance: the build that produced app, as an in-toto Statement v1 with
+# an SLSA Provenance v1 predicate.
+run "$FP" --store S export --format in-toto app
+expect_rc 0 "export --format in-toto app"
+expect_json_each "$T/out" <<EOF
+an in-toto Statement v1 :: d['_type'] == 'https://in-toto.io/Statement/v1'
+with SLSA Provenance v1 :: d['predicateType'] == 'https://slsa.dev/provenance/v1'
+the subject is what build 7 produced, by sha256 :: d['subject'] == [{'name': '$T/app', 'digest': {'sha256': '$(digest_of app)'}}]
+the consumed library, by digest :: d['predicate']['buildDefinition']['resolvedDependencies'] == [{'name': '$T/lib.so', 'digest': {'sha256': '$(digest_of lib.so)'}}]
+the invocation is the build :: d['predicate']['runDetails']['metadata']['invocationId'] == 'apps/7'
+a builder id :: d['predicate']['runDetails']['builder']['id'].startswith('urn:fingerprint:builder:')
+the project is a parameter :: d['predicate']['buildDefinition']['externalParameters']['project'] == 'apps'
+EOF
+run "$FP" --store S export --format in-toto --project dist --build 3
+expect_rc 0 "export --project --build"
+expect_json "$T/out" "d['predicate']['buildDefinition']['resolvedDependencies'][0]['digest']['sha256'] == '$(digest_of app)'" "dist's build names app by digest"
+run "$FP" --store S export --format in-toto "sha256:$(printf '%064d' 0)"
+expect_rc 1 "export of an artifact nobody produced is a negative answer"
+run "$FP" --store S export app
+expect_rc 2 "export without --format is a usage error"
+run "$FP" --store S export --format in-toto --project dist
+expect_rc 2 "export --project without --build is a usage error"
+
 # Through an installed copy: lib.so installed as installed-lib.so, which
 # plugin.so consumed. The installed event links the two logs.
 lib=$(digest_of lib.so)

@@ -50,5 +50,6 @@ const Command& fsck_command();
 const Command& builds_command();
 const Command& build_command();
 const Command& why_command();
+const Command& export_command();
 
 } // namespace fingerprint::cmd

@@ -35,6 +35,7 @@ table()
                                            &builds_command(),
                                            &build_command(),
                                            &fsck_command(),
+                                           &export_command(),
                                            &check_command(),
                                            &launch_command(),
                                            &installed_command()};

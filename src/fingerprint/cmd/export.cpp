@@ -1,0 +1,182 @@
+// export --format in-toto: a build's provenance as an in-toto Statement v1
+// whose predicate is SLSA Provenance v1.
+
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/store/record.hpp>
+
+#include <set>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"format", OptionKind::value, "F", "in-toto (an in-toto Statement v1 with SLSA Provenance v1); required"},
+  {"project", OptionKind::value, "P", "with --build: export that build instead of an artifact's producer"},
+  {"build", OptionKind::value, "B", "the build id, with --project"},
+  {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
+};
+
+// URIs that name this tool's kind of build and the machine that ran it;
+// URNs, so that nothing claims a web address it does not serve.
+constexpr std::string_view k_build_type = "urn:fingerprint:build-type:cmake:v1";
+
+// A DigestSet: {"sha256": "<hex>"}, with in-toto's names for the algorithms.
+nlohmann::ordered_json
+digest_set(const std::string& digest)
+{
+  nlohmann::ordered_json set = nlohmann::ordered_json::object();
+  if (auto key = store::parse_digest_key(digest)) {
+    std::string name(digest::algorithm_name(key->algorithm));
+    if (name == "blake2b512") {
+      name = "blake2b";
+    }
+    set[name] = key->hex;
+  }
+  return set;
+}
+
+nlohmann::ordered_json
+resource(const store::Event& event)
+{
+  return {{"name", event.path}, {"digest", digest_set(event.digest)}};
+}
+
+nlohmann::ordered_json
+statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
+{
+  nlohmann::ordered_json subjects = nlohmann::ordered_json::array();
+  nlohmann::ordered_json dependencies = nlohmann::ordered_json::array();
+  std::set<std::string> seen_subjects;
+  std::set<std::string> seen_dependencies;
+  std::string started;
+  std::string finished;
+  std::string host;
+  std::string build_dir;
+  std::string version;
+  std::set<std::string> targets;
+  for (const auto& event : events) {
+    if (started.empty() || event.time < started) {
+      started = event.time;
+    }
+    finished = std::max(finished, event.time);
+    host = event.host;
+    build_dir = event.build_dir;
+    version = event.version;
+    targets.insert(event.target);
+    if (event.event == store::EventKind::produced && seen_subjects.insert(event.digest + event.path).second) {
+      subjects.push_back(resource(event));
+    } else if (event.event == store::EventKind::consumed
+               && seen_dependencies.insert(event.digest + event.path).second) {
+      dependencies.push_back(resource(event));
+    }
+  }
+  nlohmann::ordered_json external;
+  external["project"] = ref.project;
+  if (!version.empty()) {
+    external["version"] = version;
+  }
+  external["targets"] = targets;
+  nlohmann::ordered_json internal;
+  internal["build_dir"] = build_dir;
+
+  nlohmann::ordered_json predicate;
+  predicate["buildDefinition"] = {{"buildType", k_build_type},
+                                  {"externalParameters", external},
+                                  {"internalParameters", internal},
+                                  {"resolvedDependencies", dependencies}};
+  predicate["runDetails"] = {
+    {"builder", {{"id", "urn:fingerprint:builder:" + host}}},
+    {"metadata", {{"invocationId", ref.project + "/" + ref.build}, {"startedOn", started}, {"finishedOn", finished}}}};
+
+  nlohmann::ordered_json out;
+  out["_type"] = "https://in-toto.io/Statement/v1";
+  out["subject"] = subjects;
+  out["predicateType"] = "https://slsa.dev/provenance/v1";
+  out["predicate"] = predicate;
+  return out;
+}
+
+int
+run(const Args& args, Context& context)
+{
+  const auto format = args.value("format");
+  if (!format || *format != "in-toto") {
+    print_error(context, "export: --format in-toto is required (the only format so far)");
+    return k_exit_usage;
+  }
+  const auto project = args.value("project");
+  const auto build = args.value("build");
+  if (project.has_value() != build.has_value() || (project.has_value() == (args.positional().size() == 1))
+      || args.positional().size() > 1) {
+    print_error(context,
+                "export: give one FILE or DIGEST (exports the build that produced it), or --project P --build B");
+    return k_exit_usage;
+  }
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    print_error(context, "export: " + algorithm.error().message);
+    return k_exit_usage;
+  }
+  int status = k_exit_ok;
+  auto store = open_store_for_reading(args, context, status);
+  if (!store) {
+    return status;
+  }
+  store::BuildRef ref;
+  if (project) {
+    ref = {*project, *build};
+  } else {
+    const std::string& argument = args.positional().front();
+    auto key = resolve_artifact(argument, *algorithm);
+    if (!key) {
+      print_error(context, key.error().message);
+      return k_exit_failure;
+    }
+    auto record = store::load_record(*store, *key);
+    if (!record) {
+      print_error(context, record.error().message);
+      return k_exit_failure;
+    }
+    report_problems(context, store->root(), record->problems);
+    const store::Event* newest = nullptr;
+    for (const auto& event : record->producers) {
+      if (event.event == store::EventKind::produced && (newest == nullptr || newest->time <= event.time)) {
+        newest = &event;
+      }
+    }
+    if (newest == nullptr) {
+      print_error(context, argument + ": no build produced it (" + key->str() + ") in the store " + store->root());
+      return k_exit_failure;
+    }
+    ref = {newest->project, newest->build};
+  }
+  auto index = store->read_build(ref);
+  if (!index) {
+    print_error(context, index.error().message);
+    return k_exit_failure;
+  }
+  report_problems(context, store->root(), index->problems);
+  if (index->events.empty()) {
+    print_error(context, "no build " + ref.build + " of project " + ref.project + " in " + store->root());
+    return k_exit_failure;
+  }
+  write_out(context, dump_json(statement(ref, index->events)));
+  return k_exit_ok;
+}
+
+} // namespace
+
+const Command&
+export_command()
+{
+  static const Command k_command{"export",
+                                 "--format in-toto FILE|DIGEST | --project P --build B",
+                                 "provenance of the build that produced an artifact, as in-toto / SLSA v1",
+                                 k_options,
+                                 run};
+  return k_command;
+}
+
+} // namespace fingerprint::cmd
