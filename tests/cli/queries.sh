@@ -109,4 +109,18 @@ run "$FP" --store S2 why --json plugin.so lib.so
 expect_rc 0 "why follows an installed copy"
 expect_json "$T/out" "[e['event'] for e in d['chain']] == ['installed', 'consumed']" "the chain goes through the install"
 
+# Human output: relative times; colour on a terminal only, never with NO_COLOR.
+run "$FP" --store S builds
+expect_in out "just now (" "builds shows relative times"
+if command -v script >/dev/null; then
+  script -qec "$FP --store S verify app" /dev/null >tty.out 2>&1 || true
+  if grep -q $'\e\[32mOK' tty.out; then ok "verify colours OK green on a terminal"; else fail "no colour on a terminal: $(od -c tty.out | head -3)"; fi
+  script -qec "NO_COLOR=1 $FP --store S verify app" /dev/null >tty.out 2>&1 || true
+  if grep -q $'\e' tty.out; then fail "colour despite NO_COLOR"; else ok "NO_COLOR switches colour off"; fi
+else
+  fail "script(1) is missing (bsdutils): cannot test colour on a terminal"
+fi
+run "$FP" --store S verify app
+if grep -q $'\e' "$T/out"; then fail "colour in a pipe"; else ok "no colour when the output is not a terminal"; fi
+
 finish

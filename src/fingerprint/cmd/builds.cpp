@@ -134,7 +134,7 @@ run_builds(const Args& args, Context& context)
   for (const auto& summary : summaries) {
     rows.push_back({summary.ref.project,
                     summary.ref.build,
-                    summary.first_time,
+                    human_time(summary.first_time),
                     summary.host,
                     std::to_string(summary.produced.size()),
                     std::to_string(summary.consumed.size()),
@@ -183,7 +183,7 @@ run_build(const Args& args, Context& context)
     return k_exit_ok;
   }
   std::string text = "build " + ref.build + " of " + ref.project + " in " + summary.build_dir + " on " + summary.host
-                     + ", " + summary.first_time + "\n";
+                     + ", " + human_time(summary.first_time) + "\n";
   auto section = [&](store::EventKind kind, std::string_view title, bool with_product) {
     std::vector<std::vector<std::string>> rows;
     rows.push_back({"TARGET", "DIGEST", "PATH"});

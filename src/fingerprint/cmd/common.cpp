@@ -1,9 +1,11 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/util/text.hpp>
 
 #include <cstdlib>
 #include <filesystem>
+#include <unistd.h>
 
 namespace fingerprint::cmd {
 
@@ -106,6 +108,38 @@ event_json(const store::Event& event)
 {
   // The same fields in the same order as on disk, from the one serializer.
   return nlohmann::ordered_json::parse(store::serialize(event));
+}
+
+std::string
+human_time(const std::string& rfc3339)
+{
+  const int64_t then = util::parse_rfc3339(rfc3339);
+  if (then < 0) {
+    return rfc3339;
+  }
+  // "2026-11-30 09:01" from "2026-11-30T09:01:02.123Z".
+  return util::relative_time(then, util::now_ns()) + " (" + rfc3339.substr(0, 10) + " " + rfc3339.substr(11, 5) + ")";
+}
+
+bool
+use_colour(std::FILE* stream)
+{
+  const char* no_colour = std::getenv("NO_COLOR");
+  return (no_colour == nullptr || *no_colour == '\0') && ::isatty(::fileno(stream)) != 0;
+}
+
+std::string
+paint(std::string_view text, std::string_view sgr, bool on)
+{
+  if (!on) {
+    return std::string(text);
+  }
+  std::string result = "\033[";
+  result += sgr;
+  result += 'm';
+  result += text;
+  result += "\033[0m";
+  return result;
 }
 
 std::string

@@ -57,6 +57,15 @@ nlohmann::ordered_json event_json(const store::Event& event);
 // than an exception.
 std::string dump_json(const nlohmann::ordered_json& value);
 
+// An event's time for people: "3 min ago (2026-11-30 09:01)"; the text as
+// stored when it is not RFC 3339. --json keeps the exact time.
+std::string human_time(const std::string& rfc3339);
+
+// Colour only on a terminal, and never when NO_COLOR is set (no-color.org).
+bool use_colour(std::FILE* stream);
+// `text` in an SGR colour ("32" green, "31" red, "33" yellow) when `on`.
+std::string paint(std::string_view text, std::string_view sgr, bool on);
+
 // Writes `text` to the context's output.
 void write_out(Context& context, std::string_view text);
 

@@ -98,8 +98,12 @@ run(const Args& args, Context& context)
   }
   for (const auto& hit : *hits) {
     const auto& event = hit.event;
-    std::vector<std::string> row = {
-      event.project, event.target, event.build, event.host, event.time, product_name(*store, event.product, names)};
+    std::vector<std::string> row = {event.project,
+                                    event.target,
+                                    event.build,
+                                    event.host,
+                                    human_time(event.time),
+                                    product_name(*store, event.product, names)};
     if (transitive) {
       row.insert(row.begin(), std::string(static_cast<size_t>(hit.depth - 1) * 2, ' ') + std::to_string(hit.depth));
     }

@@ -19,7 +19,7 @@ event_row(const store::Event& event)
   if (!event.version.empty()) {
     what += " " + event.version;
   }
-  return {what, event.target, event.build, event.host, event.time, event.build_dir};
+  return {what, event.target, event.build, event.host, human_time(event.time), event.build_dir};
 }
 
 std::string

@@ -164,8 +164,10 @@ run(const Args& args, Context& context)
     return status;
   }
   std::string text;
+  const bool colour = use_colour(context.out);
   for (const auto& verdict : verdicts) {
-    text += verdict.path + ": " + verdict.status;
+    const std::string_view sgr = verdict.status == "OK" ? "32" : verdict.status == "NOT RECORDED" ? "33" : "31";
+    text += verdict.path + ": " + paint(verdict.status, sgr, colour);
     if (verdict.status == "MODIFIED") {
       text += " (recorded " + verdict.recorded->digest + " by " + verdict.recorded->project + "/"
               + verdict.recorded->target + " build " + verdict.recorded->build + ")";

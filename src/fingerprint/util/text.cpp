@@ -1,6 +1,7 @@
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <vector>
 
@@ -69,6 +70,65 @@ format_rfc3339(int64_t ns_since_epoch)
   snprintf(fraction, sizeof(fraction), ".%03dZ", millis);
   result += fraction;
   return result;
+}
+
+int64_t
+parse_rfc3339(std::string_view text)
+{
+  int year = 0;
+  int month = 0;
+  int day = 0;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
+  int consumed = 0;
+  const std::string copy(text.substr(0, 64));
+  if (std::sscanf(copy.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second, &consumed)
+        != 6
+      || consumed != 19) {
+    return -1;
+  }
+  int64_t fraction_ns = 0;
+  size_t at = 19;
+  if (at < copy.size() && copy[at] == '.') {
+    int64_t scale = 100'000'000;
+    for (++at; at < copy.size() && copy[at] >= '0' && copy[at] <= '9'; ++at, scale /= 10) {
+      fraction_ns += (copy[at] - '0') * scale;
+    }
+  }
+  if (at + 1 != copy.size() || copy[at] != 'Z') {
+    return -1;
+  }
+  tm utc{};
+  utc.tm_year = year - 1900;
+  utc.tm_mon = month - 1;
+  utc.tm_mday = day;
+  utc.tm_hour = hour;
+  utc.tm_min = minute;
+  utc.tm_sec = second;
+  return static_cast<int64_t>(timegm(&utc)) * 1'000'000'000 + fraction_ns;
+}
+
+std::string
+relative_time(int64_t then_ns, int64_t now_ns)
+{
+  const int64_t seconds = (now_ns - then_ns) / 1'000'000'000;
+  if (seconds < -60) {
+    return "in the future";
+  }
+  if (seconds < 5) {
+    return "just now";
+  }
+  if (seconds < 60) {
+    return std::to_string(seconds) + " s ago";
+  }
+  if (seconds < 3600) {
+    return std::to_string(seconds / 60) + " min ago";
+  }
+  if (seconds < 48 * 3600) {
+    return std::to_string(seconds / 3600) + " h ago";
+  }
+  return std::to_string(seconds / 86400) + " days ago";
 }
 
 } // namespace fingerprint::util

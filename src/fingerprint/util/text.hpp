@@ -22,4 +22,13 @@ int64_t now_ns();
 // RFC 3339 UTC with milliseconds: 2026-11-30T09:01:02.123Z.
 std::string format_rfc3339(int64_t ns_since_epoch);
 
+// Reads what format_rfc3339 writes (the fraction optional); -1 when `text`
+// is not of that form.
+int64_t parse_rfc3339(std::string_view text);
+
+// How long before `now_ns` the moment `then_ns` was, for people: "just now",
+// "42 s ago", "3 min ago", "5 h ago", "2 days ago"; "in the future" when a
+// clock was off.
+std::string relative_time(int64_t then_ns, int64_t now_ns);
+
 } // namespace fingerprint::util

@@ -66,3 +66,33 @@ TEST(Table, ColumnsAreAligned)
 
 } // namespace
 } // namespace fingerprint::util
+
+namespace fingerprint::util {
+namespace {
+
+TEST(Text, Rfc3339RoundTripsAndRefusesOtherShapes)
+{
+  const int64_t moment = 1'796'040'000'123'000'000;
+  EXPECT_EQ(parse_rfc3339(format_rfc3339(moment)), moment);
+  EXPECT_EQ(parse_rfc3339("2026-11-30T09:01:02Z"), parse_rfc3339("2026-11-30T09:01:02.000Z"));
+  EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:01.5Z"), 1'500'000'000);
+  EXPECT_EQ(parse_rfc3339("2026-11-30 09:01:02Z"), -1);
+  EXPECT_EQ(parse_rfc3339("2026-11-30T09:01:02.123"), -1);
+  EXPECT_EQ(parse_rfc3339("2026-11-30T09:01:02.123Z trailing"), -1);
+  EXPECT_EQ(parse_rfc3339(""), -1);
+}
+
+TEST(Text, RelativeTimesReadLikeAPersonWouldSayThem)
+{
+  const int64_t now = 1'796'040'000'000'000'000;
+  const int64_t second = 1'000'000'000;
+  EXPECT_EQ(relative_time(now - 2 * second, now), "just now");
+  EXPECT_EQ(relative_time(now - 42 * second, now), "42 s ago");
+  EXPECT_EQ(relative_time(now - 3 * 60 * second, now), "3 min ago");
+  EXPECT_EQ(relative_time(now - 5 * 3600 * second, now), "5 h ago");
+  EXPECT_EQ(relative_time(now - 3 * 86400 * second, now), "3 days ago");
+  EXPECT_EQ(relative_time(now + 3600 * second, now), "in the future");
+}
+
+} // namespace
+} // namespace fingerprint::util
