@@ -51,5 +51,6 @@ const Command& builds_command();
 const Command& build_command();
 const Command& why_command();
 const Command& export_command();
+const Command& gc_command();
 
 } // namespace fingerprint::cmd

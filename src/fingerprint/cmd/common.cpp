@@ -142,6 +142,36 @@ paint(std::string_view text, std::string_view sgr, bool on)
   return result;
 }
 
+Progress::Progress(std::FILE* stream, std::string_view what, std::string_view unit)
+  : m_stream(::isatty(::fileno(stream)) != 0 ? stream : nullptr)
+  , m_what(what)
+  , m_unit(unit)
+{
+}
+
+Progress::~Progress()
+{
+  if (m_shown) {
+    std::fputs("\r\033[K", m_stream);
+  }
+}
+
+void
+Progress::operator()(size_t done, size_t total)
+{
+  if (m_stream == nullptr) {
+    return;
+  }
+  const int64_t now = util::now_ns();
+  if (now - m_last < 100'000'000 && done != total) {
+    return;
+  }
+  m_last = now;
+  m_shown = true;
+  std::fprintf(m_stream, "\r%s: %zu/%zu %s", m_what.c_str(), done, total, m_unit.c_str());
+  std::fflush(m_stream);
+}
+
 std::string
 dump_json(const nlohmann::ordered_json& value)
 {

@@ -66,6 +66,26 @@ bool use_colour(std::FILE* stream);
 // `text` in an SGR colour ("32" green, "31" red, "33" yellow) when `on`.
 std::string paint(std::string_view text, std::string_view sgr, bool on);
 
+// "fsck: 1200/5000 files checked" on a terminal, at most ten times a
+// second, cleared when done; nothing when the stream is not a terminal.
+class Progress
+{
+public:
+  Progress(std::FILE* stream, std::string_view what, std::string_view unit);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void operator()(size_t done, size_t total);
+
+private:
+  std::FILE* m_stream; // null when not a terminal
+  std::string m_what;
+  std::string m_unit;
+  int64_t m_last = 0;
+  bool m_shown = false;
+};
+
 // Writes `text` to the context's output.
 void write_out(Context& context, std::string_view text);
 

@@ -13,45 +13,6 @@ constexpr OptionSpec k_options[] = {
   {"json", OptionKind::flag, {}, "print the report as JSON"},
 };
 
-// "fsck: 1200/5000 files" on a terminal, at most ten times a second.
-class Progress
-{
-public:
-  explicit Progress(std::FILE* stream)
-    : m_stream(::isatty(::fileno(stream)) != 0 ? stream : nullptr)
-  {
-  }
-  ~Progress()
-  {
-    if (m_shown) {
-      std::fputs("\r\033[K", m_stream);
-    }
-  }
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
-
-  void
-  operator()(size_t done, size_t total)
-  {
-    if (m_stream == nullptr) {
-      return;
-    }
-    const int64_t now = util::now_ns();
-    if (now - m_last < 100'000'000 && done != total) {
-      return;
-    }
-    m_last = now;
-    m_shown = true;
-    std::fprintf(m_stream, "\rfsck: %zu/%zu files checked", done, total);
-    std::fflush(m_stream);
-  }
-
-private:
-  std::FILE* m_stream;
-  int64_t m_last = 0;
-  bool m_shown = false;
-};
-
 int
 run(const Args& args, Context& context)
 {
@@ -68,7 +29,7 @@ run(const Args& args, Context& context)
   options.repair = args.flag("repair");
   Expected<store::FsckReport> report = Error{};
   {
-    Progress progress(context.err);
+    Progress progress(context.err, "fsck", "files checked");
     options.progress = [&](size_t done, size_t total) { progress(done, total); };
     report = store->fsck(options);
   }

@@ -34,6 +34,7 @@ table()
                                            &graph_command(),
                                            &builds_command(),
                                            &build_command(),
+                                           &gc_command(),
                                            &fsck_command(),
                                            &export_command(),
                                            &check_command(),

@@ -584,9 +584,8 @@ DirectoryStore::read_build(const BuildRef& build) const
 }
 
 Expected<CompactionResult>
-DirectoryStore::compact(const DigestKey& key, bool rewrite_always) const
+DirectoryStore::rewrite(const std::string& relative, const Rewriter& transform, const RewriteOptions& options) const
 {
-  const std::string relative = key.log_path();
   const std::string full = m_root + "/" + relative;
   if (!m_root_fd) {
     return make_error(full, "no such log");
@@ -607,11 +606,11 @@ DirectoryStore::compact(const DigestKey& key, bool rewrite_always) const
     if (!fd) {
       return make_error(full, errno == ENOENT ? "no such log" : util::errno_text(errno));
     }
-    if (!lock(fd.get(), LOCK_EX)) {
+    if (!options.dry_run && !lock(fd.get(), LOCK_EX)) {
       return make_error(full, "cannot lock: " + util::errno_text(errno));
     }
     if (!still_linked(dir_fd->get(), file_name, fd.get())) {
-      continue; // another compaction got there first
+      continue; // another rewrite got there first
     }
     auto text = util::read_all(fd.get());
     if (!text) {
@@ -620,37 +619,49 @@ DirectoryStore::compact(const DigestKey& key, bool rewrite_always) const
     LogContents contents;
     parse_lines(*text, relative, contents);
     if (!contents.problems.empty() || contents.torn_tail) {
-      return make_error(full, "has unreadable lines; compaction would drop them, so it leaves the log as it is");
+      return make_error(
+        full,
+        "has unreadable lines; rewriting would drop them, so it is left as it is (run: fingerprint fsck --repair)");
     }
     CompactionResult result;
     result.events_before = contents.events.size();
-    std::set<std::string> seen;
-    std::string rewritten;
-    for (const Event& event : contents.events) {
-      if (seen.insert(dedupe_key(event)).second) {
-        rewritten += serialize(event);
-        rewritten += '\n';
-        ++result.events_after;
-      }
-    }
-    if (result.events_after == result.events_before && !rewrite_always) {
+    const std::vector<Event> kept = transform(contents.events);
+    result.events_after = kept.size();
+    result.removed = kept.empty() && options.remove_if_empty;
+    if (options.dry_run || (result.events_after == result.events_before && !options.rewrite_always)) {
       return result;
+    }
+    if (result.removed) {
+      // Under the lock: an appender waiting for it finds the name gone and
+      // starts a new log, so nothing appended meanwhile is lost.
+      if (::unlinkat(dir_fd->get(), file_name.c_str(), 0) != 0) {
+        return make_error(full, "cannot remove: " + util::errno_text(errno));
+      }
+      if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
+        return make_error(full, synced.error().message);
+      }
+      return result;
+    }
+    std::string rewritten;
+    for (const Event& event : kept) {
+      rewritten += serialize(event);
+      rewritten += '\n';
     }
     const std::string temp = file_name + ".compact." + std::to_string(::getpid());
     Fd out(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
     if (!out) {
       return make_error(full, "cannot create a temporary file: " + util::errno_text(errno));
     }
-    // Another user's rebuild must not close a shared log to the group.
+    // Another user's rewrite must not close a shared log to the group.
     if (auto access = util::copy_access(fd.get(), out.get()); !access) {
       ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(full, "cannot give the compacted log the old one's mode: " + access.error().message);
+      return make_error(full, "cannot give the rewritten log the old one's mode: " + access.error().message);
     }
     auto written = util::write_all(out.get(), rewritten);
     if (!written || ::fsync(out.get()) != 0) {
       const std::string why = written ? util::errno_text(errno) : written.error().message;
       ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(full, "cannot write the compacted log: " + why);
+      return make_error(full, "cannot write the rewritten log: " + why);
     }
     if (::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), file_name.c_str()) != 0) {
       const std::string why = util::errno_text(errno);
@@ -662,7 +673,60 @@ DirectoryStore::compact(const DigestKey& key, bool rewrite_always) const
     }
     return result; // the lock on the old inode goes with `fd`
   }
-  return make_error(full, "log kept being replaced while compacting");
+  return make_error(full, "log kept being replaced while rewriting it");
+}
+
+Expected<CompactionResult>
+DirectoryStore::compact(const DigestKey& key, bool rewrite_always) const
+{
+  RewriteOptions options;
+  options.rewrite_always = rewrite_always;
+  return rewrite(
+    key.log_path(),
+    [](const std::vector<Event>& events) {
+      std::set<std::string> seen;
+      std::vector<Event> kept;
+      for (const Event& event : events) {
+        if (seen.insert(dedupe_key(event)).second) {
+          kept.push_back(event);
+        }
+      }
+      return kept;
+    },
+    options);
+}
+
+Expected<CompactionResult>
+DirectoryStore::remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const
+{
+  return remove_events_from(key.log_path(), drop, dry_run);
+}
+
+Expected<CompactionResult>
+DirectoryStore::remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const
+{
+  return remove_events_from(
+    "builds/" + encode_component(build.project) + "/" + encode_component(build.build) + ".jsonl", drop, dry_run);
+}
+
+Expected<CompactionResult>
+DirectoryStore::remove_events_from(const std::string& relative, const EventFilter& drop, bool dry_run) const
+{
+  RewriteOptions options;
+  options.dry_run = dry_run;
+  options.remove_if_empty = true;
+  return rewrite(
+    relative,
+    [&](const std::vector<Event>& events) {
+      std::vector<Event> kept;
+      for (const Event& event : events) {
+        if (!drop(event)) {
+          kept.push_back(event);
+        }
+      }
+      return kept;
+    },
+    options);
 }
 
 } // namespace fingerprint::store

@@ -44,6 +44,7 @@ struct CompactionResult
 {
   size_t events_before = 0;
   size_t events_after = 0;
+  bool removed = false; // nothing was left, and the log went
 };
 
 // What fsck finds. A crash (a killed writer or compaction) leaves only the
@@ -148,6 +149,14 @@ public:
   // test uses it to race appenders against the rename).
   Expected<CompactionResult> compact(const DigestKey& key, bool rewrite_always = false) const;
 
+  // Removes the events `drop` selects from an artifact's log (or from a
+  // build's index), under the log's exclusive lock; a log left with no
+  // events is removed. With `dry_run`, only counts (and takes no lock).
+  // Refuses a log with unreadable lines, as compaction does.
+  using EventFilter = std::function<bool(const Event&)>;
+  Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const;
+  Expected<CompactionResult> remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const;
+
   // Checks every log and build index. With `repair`, moves each damaged or
   // stray file into quarantine/<run>/ (never deleting anything) and rebuilds
   // a damaged log from its readable lines plus the copies of its events kept
@@ -166,6 +175,22 @@ private:
   // Appends complete lines (newline-separated, without the last newline).
   Expected<void> append_line(const std::string& relative_path, const std::string& lines, Warnings* warnings) const;
   Expected<LogContents> read_file(const std::string& relative_path) const;
+
+  // Replaces a log by what `transform` keeps of its events: temporary
+  // file, fsync, rename, directory fsync, under the exclusive lock.
+  using Rewriter = std::function<std::vector<Event>(const std::vector<Event>&)>;
+  struct RewriteOptions
+  {
+    bool rewrite_always = false;  // even when nothing changed
+    bool remove_if_empty = false; // unlink a log left with no events
+    bool dry_run = false;         // only count
+  };
+  Expected<CompactionResult> rewrite(const std::string& relative,
+                                     const Rewriter& transform,
+                                     const RewriteOptions& options) const;
+  Expected<CompactionResult> remove_events_from(const std::string& relative,
+                                                const EventFilter& drop,
+                                                bool dry_run) const;
 
   std::string m_root;
   util::Fd m_root_fd;
