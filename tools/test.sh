@@ -49,3 +49,17 @@ if [ "${FINGERPRINT_SANITIZERS:-1}" != 0 ]; then
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$tsan" --output-on-failure -j "$(nproc)" \
     -R 'unit\.(DirectoryStore\.AppendsDuringCompaction|DigestFiles|Parallel|Hasher)|cli\.(record_show|digest)'
 fi
+
+# The libFuzzer targets (tests/fuzz), built with clang, ASan and UBSan: each
+# over its seed corpus, then a short run from it. FINGERPRINT_FUZZ=0 skips
+# them; tools/fuzz.sh runs them for longer.
+if [ "${FINGERPRINT_FUZZ:-1}" != 0 ]; then
+  fingerprint_install_packages "${FINGERPRINT_FUZZ_PACKAGES[@]}"
+  fuzz=$build-fuzz
+  fingerprint_say "building the fuzzers with clang, ASan + UBSan in $fuzz"
+  CC=clang CXX=clang++ cmake -S "$top" -B "$fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFINGERPRINT_BUILD_FUZZERS=ON -DFINGERPRINT_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$fuzz" --target fingerprint_fuzzers
+  fingerprint_say "running each fuzzer over its seed corpus, then a short run from it"
+  ctest --test-dir "$fuzz" --output-on-failure -j "$(nproc)" -L fuzz
+fi

@@ -80,8 +80,8 @@ split_words(std::string_view text, std::vector<std::string>& out)
 {
   size_t start = 0;
   for (size_t i = 0; i <= text.size(); ++i) {
-    if (i < text.size() && text[i] == '\\') {
-      ++i;
+    if (i + 1 < text.size() && text[i] == '\\') {
+      ++i; // the escaped character; a backslash that ends the text is kept
     } else if (i == text.size() || text[i] == ' ' || text[i] == '\t') {
       if (i > start) {
         out.push_back(unescape(text.substr(start, i - start)));
@@ -98,6 +98,9 @@ trim(std::string_view text)
     text.remove_prefix(1);
   }
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
+    if (text.back() == ' ' && text.size() > 1 && text[text.size() - 2] == '\\') {
+      break; // "lib\ " names "lib ": the space is the name's, not padding
+    }
     text.remove_suffix(1);
   }
   return text;
@@ -109,11 +112,15 @@ std::vector<std::string>
 parse_depfile(std::string_view text)
 {
   // GNU ld writes one input per continuation line and does not escape
-  // spaces ("  /opt/My SDK/lib/libx.a \"); lld and mold also write one per
-  // line, escaping them. So a continuation line is one path; only inputs on
-  // the rule's own line ("out: a b") are split at unescaped spaces.
+  // spaces ("  /opt/My SDK/lib/libx.a \"); lld also writes one per line,
+  // escaping them; mold writes them all on the rule's line. So a
+  // continuation line is one path; only inputs on the rule's own line
+  // ("out: a b") are split at unescaped spaces. The one rule is followed by
+  // a phony rule per input ("in:"), which only repeat the inputs and are
+  // not read: GNU ld does not escape them either, so an input named
+  // "x: y.a" would read as a rule with the input "y.a:".
   std::vector<std::string> inputs;
-  bool continuing = false;
+  bool in_rule = false;
   while (!text.empty()) {
     const size_t newline = text.find('\n');
     std::string_view line = text.substr(0, newline);
@@ -123,18 +130,19 @@ parse_depfile(std::string_view text)
     if (continued) {
       line = trim(line.substr(0, line.size() - 1));
     }
-    if (continuing) {
+    if (in_rule) {
       if (!line.empty()) {
         inputs.push_back(unescape(line));
       }
-    } else {
-      // A rule's first line: "out: inputs"; "in:" (a phony rule) has none.
-      const size_t colon = line.find(": ");
-      if (colon != std::string_view::npos) {
+    } else if (!line.empty()) {
+      in_rule = true;
+      if (const size_t colon = line.find(": "); colon != std::string_view::npos) {
         split_words(line.substr(colon + 2), inputs);
       }
     }
-    continuing = continued;
+    if (in_rule && !continued) {
+      break;
+    }
   }
   return inputs;
 }

@@ -30,6 +30,31 @@ TEST(LinkInputs, EscapedSpellingsAndInputsOnTheRuleLine)
   EXPECT_EQ(parse_depfile(""), Paths{});
 }
 
+TEST(LinkInputs, OnlyTheFirstRuleIsReadNotThePhonyRulesAfterIt)
+{
+  // As GNU ld 2.40 writes it for an archive named "odd/x: y.a": its phony
+  // rule, unescaped, looks like a rule with the input "y.a:".
+  const std::string text = "app: \\\n"
+                           "  m.o \\\n"
+                           "  odd/x: y.a\n"
+                           "\n"
+                           "m.o:\n"
+                           "\n"
+                           "odd/x: y.a:\n";
+  EXPECT_EQ(parse_depfile(text), (Paths{"m.o", "odd/x: y.a"}));
+  EXPECT_EQ(parse_depfile("\nout: a.o b.a\nc.a: d.a\n"), (Paths{"a.o", "b.a"}));
+}
+
+TEST(LinkInputs, AnEscapedSpaceAtTheEndOfANameIsKept)
+{
+  // As lld 14 writes it for an archive named "odd/end ".
+  EXPECT_EQ(parse_depfile("app: \\\n m.o \\\n odd/end\\  \\\n /lib/libc.so.6\n\nodd/end\\ :\n"),
+            (Paths{"m.o", "odd/end ", "/lib/libc.so.6"}));
+  EXPECT_EQ(parse_depfile("app: \\\n odd/end\\ \n"), (Paths{"odd/end "}));
+  // A backslash that ends the rule's line is kept with its word.
+  EXPECT_EQ(parse_depfile("app: a.o b\\\\\\\n"), (Paths{"a.o", "b\\\\\\"}));
+}
+
 TEST(LinkInputs, TheLinkLineGivesLibrariesWhenThereIsNoDependencyFile)
 {
   // Existing files only: the command names them relative to the build tree.

@@ -1,0 +1,5 @@
+out.exe: \
+  a.obj \
+  C:/Program\ Files/lib/x.lib
+
+a.obj:

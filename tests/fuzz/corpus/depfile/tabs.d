@@ -1,0 +1,3 @@
+out:	in1.o \
+	in2.a	\
+		/lib/libz.so.1
