@@ -55,6 +55,41 @@ run "$FP" graph --format mermaid --project hello
 expect_in out 'graph LR' "mermaid output"
 expect_not_in out 'libgreet_static.a' "--project hello leaves out greet -> chorus (the only edge carrying the archive)"
 
+# The queries of the examples' store: the build index, why, provenance.
+query "$T/builds.json" builds --json
+expect_rc 0 "builds --json"
+expect_json_each "$T/builds.json" <<PY
+one build per example :: sorted(b["project"] for b in d) == ["chorus", "greet", "hello"]
+each in its own build tree :: sorted(b["build_dir"] for b in d) == ["$T/b-chorus", "$T/b-greet", "$T/b-hello"]
+greet produced its libraries :: [b["produced"] >= 2 for b in d if b["project"] == "greet"] == [True]
+PY
+greet_build=$(/usr/bin/python3 -c 'import json,sys; print([b["build"] for b in json.load(open(sys.argv[1])) if b["project"] == "greet"][0])' "$T/builds.json")
+query "$T/greet-build.json" build show greet "$greet_build" --json
+expect_rc 0 "build show greet"
+expect_json "$T/greet-build.json" 'any("/libgreet.so" in e["path"] for e in d["produced_events"])' "greet's build produced libgreet.so"
+query "$T/why.json" why --json "$T/b-chorus/chorus" "$T/b-greet/libgreet.so"
+expect_rc 0 "why chorus depends on greet's build-tree libgreet.so"
+expect_json_each "$T/why.json" <<'PY'
+it does :: d["depends"] is True
+the last step is a chorus link :: d["chain"][-1]["project"] == "chorus" and d["chain"][-1]["event"] == "consumed"
+PY
+query "$T/why-hello.json" why --json "$T/b-chorus/chorus" "$T/b-hello/libhello.so"
+expect_rc 0 "why chorus depends on hello's build-tree libhello.so"
+expect_json "$T/why-hello.json" '[(e["event"], e["project"]) for e in d["chain"]] == [("installed", "hello"), ("consumed", "chorus")]' \
+  "through hello's install (the installed copy's bytes differ) to chorus's link"
+query "$T/provenance.json" export --format in-toto "$T/b-chorus/chorus"
+expect_rc 0 "export --format in-toto of chorus"
+expect_json_each "$T/provenance.json" <<PY
+an in-toto Statement v1 with SLSA Provenance v1 :: d["_type"] == "https://in-toto.io/Statement/v1" and d["predicateType"] == "https://slsa.dev/provenance/v1"
+the subject is chorus :: "$T/b-chorus/chorus" in [s["name"] for s in d["subject"]]
+it names the installed libgreet.so it consumed, by digest :: "$(sha256sum "$lib" | cut -c1-64)" in [r["digest"]["sha256"] for r in d["predicate"]["buildDefinition"]["resolvedDependencies"]]
+and the declared lyrics.txt :: any(r["name"].endswith("/lyrics.txt") for r in d["predicate"]["buildDefinition"]["resolvedDependencies"])
+PY
+query "$T/gc.json" gc --dry-run --keep-builds 1 --json
+expect_json "$T/gc.json" 'd["builds_dropped"] == 0 and d["events_dropped"] == 0' "gc --dry-run --keep-builds 1 keeps the only build of each"
+query "$T/fsck.json" fsck --json
+expect_rc 0 "fsck of the examples' store finds nothing wrong"
+
 for project in greet hello chorus; do
   run ctest --test-dir "$T/b-$project" --output-on-failure
   expect_rc 0 "the CTest round trips of $project pass"
