@@ -34,7 +34,9 @@ FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann
 # What the test suite needs on top.
 # googletest also brings /usr/src/googletest, the unmodified project the
 # injection test fingerprints.
-FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format)
+# graphviz and chromium: graph --format svg|html, and the page tested in a
+# real headless browser.
+FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format graphviz chromium)
 # What the fuzz build needs on top of the build packages: clang, its runtime
 # libraries (libFuzzer, ASan, UBSan) for the default clang version, and
 # llvm-symbolizer, without which a crash's stack trace has no file:line.

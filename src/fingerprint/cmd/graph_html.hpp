@@ -1,0 +1,30 @@
+#pragma once
+
+// The page `graph --format html` writes: the graph, and tables of the
+// artifacts and of who produced and consumed them, with a search box.
+
+#include <fingerprint/store/event.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fingerprint::cmd {
+
+// What the page shows besides the build index's events.
+struct GraphPage
+{
+  std::string store;
+  std::optional<std::string> project; // --project: only its artifacts in the tables
+  bool per_target = false;
+  nlohmann::ordered_json graph;   // as --format json prints it: {"edges": [...], "nodes": [...]}
+  std::optional<std::string> svg; // dot's; without it the page lays the graph out itself
+  std::string layout_note;        // why it did
+};
+
+// The page for `page`, its tables from `events` (the build index).
+std::string graph_html(const GraphPage& page, const std::vector<store::Event>& events);
+
+} // namespace fingerprint::cmd

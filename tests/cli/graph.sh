@@ -1,0 +1,350 @@
+#!/usr/bin/env bash
+# graph: the producer -> consumer graph as text, DOT (fed to Graphviz),
+# Mermaid, JSON, SVG and a self-contained HTML page, the page loaded in a
+# real headless Chromium. A chain core -> apps -> dist -> docs across four
+# projects (dist also consumes lib.so directly), names that need escaping,
+# a store with edges too long for a naive DOT label, and stand-ins for a
+# missing, a failing and a slow-reading dot.
+# Needs Graphviz (graphviz) and Chromium (chromium), which the test command
+# installs.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
+
+DOCS='docs & "more"' # a project name for DOT, JSON and HTML to escape
+# A target name that would end a <script> element (with the space, escaping
+# ">" alone would not stop it), with a U+2028 LINE SEPARATOR in it.
+PWN=$'html\xe2\x80\xa8</script ><i id=pwn>'
+# The same as Python text, for the JSON checks (one line each: Python's
+# splitlines() would cut a raw U+2028).
+PWN_PY='html\u2028</script ><i id=pwn>'
+PROJECTS="['apps', 'core', 'dist', '$DOCS']"
+
+printf 'lib\n' >lib.so
+printf 'app\n' >app
+printf 'bundle\n' >bundle.tar
+printf 'doc\n' >doc.html
+record() { run "$FP" --store S record --build-dir "$T" "$@"; expect_rc 0 "record $*"; }
+record --project core --target lib --build-id 1 --produced lib.so
+record --project apps --target app --build-id 7 --produced app --consumed lib.so
+record --project dist --target bundle --build-id 3 --produced bundle.tar --consumed app lib.so
+record --project "$DOCS" --target "$PWN" --build-id 1 --produced doc.html --consumed bundle.tar
+# The same build linking lib again: the page shows one row, not two.
+record --project core --target lib --build-id 1 --produced lib.so
+
+# Facts about an SVG, an HTML page or a DOM dumped by Chromium, as JSON for
+# expect_json_each. A page's rows, graph nodes, ready and error markers; the
+# JSON its <script id="graph-data"> holds (null when it does not parse).
+cat >summary.py <<'EOF'
+import html.parser, json, re, sys, xml.etree.ElementTree as ET
+text = open(sys.argv[1], encoding="utf-8").read()
+if sys.argv[2] == "svg":
+    ns = "{http://www.w3.org/2000/svg}"
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        print(json.dumps({"xml_error": str(e)}))
+        sys.exit()
+    nodes = [g.find(ns + "title").text for g in root.iter(ns + "g") if g.get("class") == "node"]
+    print(json.dumps({"xml_error": None, "root": root.tag, "nodes": nodes}))
+    sys.exit()
+
+class Page(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.d = {"ready": None, "error": None, "tags": [], "ids": [], "rows": [], "nodes": [],
+                  "count": "", "graph_data": None, "graph_data_raw": None, "layout": False, "notes": []}
+        self.table = None
+        self.tbody = False
+        self.row = self.node = self.into = None
+        self.script = None
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        d = self.d
+        d["tags"].append(tag)
+        if "id" in a:
+            d["ids"].append(a["id"])
+        if tag in ("html", "body"):
+            d["ready"] = a.get("data-ready", d["ready"])
+            d["error"] = a.get("data-error", d["error"])
+        elif tag == "table":
+            self.table = a.get("id")
+        elif tag == "tbody":
+            self.tbody = True
+        elif tag == "tr" and self.tbody:
+            self.row = {"table": self.table, "hidden": "hidden" in a, "text": ""}
+        elif tag == "g" and "node" in a.get("class", "").split():
+            self.node = {"title": "", "dim": "dim" in a.get("class", "").split()}
+        elif tag == "title" and self.node is not None:
+            self.into = "node"
+        elif tag == "span" and a.get("id") == "count":
+            self.into = "count"
+        elif tag == "p" and "note" in a.get("class", ""):
+            d["notes"].append("")
+            self.into = "note"
+        elif tag == "svg" and a.get("id") == "layout":
+            d["layout"] = True
+        elif tag == "script" and a.get("id") == "graph-data":
+            self.script = ""
+            d["graph_data_raw"] = ""
+    def handle_endtag(self, tag):
+        if tag == "tr" and self.row is not None:
+            self.d["rows"].append(self.row)
+            self.row = None
+        elif tag == "tbody":
+            self.tbody = False
+        elif tag == "title" and self.into == "node":
+            self.d["nodes"].append(self.node)
+            self.node = self.into = None
+        elif tag in ("span", "p"):
+            self.into = None
+        elif tag == "script" and self.script is not None:
+            try:
+                self.d["graph_data"] = json.loads(self.script)
+            except ValueError:
+                pass
+            self.script = None
+    def handle_data(self, data):
+        if self.row is not None:
+            self.row["text"] += data + " "
+        if self.script is not None:
+            self.script += data
+            self.d["graph_data_raw"] += data
+        if self.into == "node":
+            self.node["title"] += data
+        elif self.into == "count":
+            self.d["count"] += data
+        elif self.into == "note":
+            self.d["notes"][-1] += data
+
+page = Page()
+page.feed(text)
+d = page.d
+d["tables"] = {t: len([r for r in d["rows"] if r["table"] == t]) for t in ("artifacts", "producers", "consumers")}
+# What could make the browser fetch something: a URL scheme (the SVG
+# namespace declarations aside), a src/href/srcset attribute, url() other
+# than a #fragment, @import, or an element that loads by nature.
+bare = re.sub(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"', "", text)
+d["network"] = sorted(set(re.findall(r"(?i)\b(?:https?|ftp|wss?):", bare)
+                          + re.findall(r"(?i)\s(?:src|href|srcset|action|poster)\s*=", bare)
+                          + re.findall(r"(?i)url\(\s*['\"]?[^#'\")\s]", bare)
+                          + re.findall(r"(?i)@import|<(?:link|img|iframe|object|embed|audio|video)\b", bare)))
+d["csp"] = bool(re.search(r"""<meta http-equiv="Content-Security-Policy" content="default-src 'none';""", text))
+print(json.dumps(d))
+EOF
+summary() { python3 summary.py "$1" "$2" >"$3" || true; } # a failure shows as JSON that does not parse
+
+for tool in dot chromium; do
+  if ! command -v $tool >/dev/null; then
+    fail "$tool is missing: the test command installs graphviz and chromium (the checks that need it fail)"
+  fi
+done
+
+# ---- text, DOT, Mermaid, JSON --------------------------------------------
+
+run "$FP" --store S graph
+expect_rc 0 "graph (text)"
+expect_eq "$OUT" "apps -> dist  (app)
+core -> apps  (lib.so)
+core -> dist  (lib.so)
+dist -> $DOCS  (bundle.tar)" "graph (text) lists the four edges with what they pass"
+
+run "$FP" --store S graph --format json
+expect_rc 0 "graph --format json"
+expect_json_each "$T/out" <<EOF
+the four projects are nodes :: d['nodes'] == $PROJECTS
+each edge with its artifacts :: [(e['from'], e['to'], e['artifacts']) for e in d['edges']] == [('apps', 'dist', ['app']), ('core', 'apps', ['lib.so']), ('core', 'dist', ['lib.so']), ('dist', '$DOCS', ['bundle.tar'])]
+EOF
+
+run "$FP" --store S graph --format json --project apps
+expect_json "$T/out" "[(e['from'], e['to']) for e in d['edges']] == [('apps', 'dist'), ('core', 'apps')]" \
+  "--project apps keeps the edges into and out of apps"
+run "$FP" --store S graph --format json --project "$DOCS"
+expect_json "$T/out" "[(e['from'], e['to']) for e in d['edges']] == [('dist', '$DOCS')]" \
+  "--project with a name that needs quoting"
+run "$FP" --store S graph --format json --artifacts
+expect_json "$T/out" "'$DOCS/$PWN_PY' in d['nodes'] and 'core/lib' in d['nodes']" "--artifacts: one node per target"
+
+run "$FP" --store S graph --format mermaid
+expect_rc 0 "graph --format mermaid"
+expect_eq "$(head -1 "$T/out")" "graph LR" "mermaid: a left-to-right flowchart"
+expect_eq "$(grep -cE '^  n[0-9]+\["' "$T/out")" 4 "mermaid: one declared node per project"
+expect_eq "$(grep -cE '^  n[0-9]+ -->\|".*"\| n[0-9]+$' "$T/out")" 4 "mermaid: one labelled edge per edge"
+expect_in out '["docs & #quot;more#quot;"]' "mermaid: a quote in a name is an entity code, not the end of the label"
+
+# The DOT, laid out by Graphviz itself.
+dot_accepted() { # FILE WHAT NODES: Graphviz lays FILE out, with NODES (a Python list) as its nodes
+  local file=$1 what=$2 nodes=$3
+  run dot -Tsvg "$file"
+  expect_rc 0 "Graphviz's dot accepts $what"
+  cp "$T/out" dot-out.svg
+  summary dot-out.svg svg dot-out.json
+  expect_json dot-out.json "d['xml_error'] is None and sorted(d['nodes']) == sorted($nodes)" \
+    "dot's SVG of $what parses as XML with the expected nodes"
+}
+run "$FP" --store S graph --format dot
+expect_rc 0 "graph --format dot"
+cp "$T/out" projects.dot
+dot_accepted projects.dot "the project graph" "$PROJECTS"
+run "$FP" --store S graph --format dot --artifacts
+cp "$T/out" targets.dot
+dot_accepted targets.dot "the target graph (a target named with </script>)" \
+  "['core/lib', 'apps/app', 'dist/bundle', '$DOCS/$PWN_PY']"
+
+# ---- SVG -----------------------------------------------------------------
+
+run "$FP" --store S graph --format svg
+expect_rc 0 "graph --format svg"
+cp "$T/out" graph.svg
+summary graph.svg svg svg.json
+expect_json_each svg.json <<EOF
+--format svg is XML :: d['xml_error'] is None
+an SVG document :: d['root'] == '{http://www.w3.org/2000/svg}svg'
+with a node per project :: sorted(d['nodes']) == sorted($PROJECTS)
+EOF
+run "$FP" --store S graph --format svg --project core --output core.svg
+expect_rc 0 "graph --format svg --output FILE"
+expect_eq "$OUT" "" "--output: nothing on standard output"
+summary core.svg svg core-svg.json
+expect_json core-svg.json "sorted(d['nodes']) == ['apps', 'core', 'dist']" "--output wrote core's edges as SVG"
+run "$FP" --store S graph --format svg --output "$T/no/such/dir/g.svg"
+expect_rc 1 "--output into a missing directory"
+expect_in err "graph: --output: $T/no/such/dir/g.svg" "and says where"
+run "$FP" --store S graph --format png
+expect_rc 2 "an unknown format is a usage error"
+expect_in err "svg, html" "and lists the formats"
+
+# Without Graphviz: a clear error for SVG; the page draws the graph itself.
+mkdir -p nodot
+run env PATH="$T/nodot" "$FP" --store S graph --format svg
+expect_rc 1 "svg without Graphviz's dot on PATH"
+expect_in err "graph: --format svg needs Graphviz's dot (apt-get install graphviz)" "says what to install"
+expect_eq "$OUT" "" "and writes no SVG"
+
+# dot failing: its own message in ours.
+mkdir -p faildot cat-dot early-dot
+printf '#!/bin/sh\necho "Error: this dot refuses" >&2\nexit 3\n' >faildot/dot
+printf '#!/bin/sh\nexec /bin/cat\n' >cat-dot/dot
+printf '#!/bin/sh\nexec 0<&-\necho "dot: stopped reading" >&2\nexit 4\n' >early-dot/dot
+chmod +x faildot/dot cat-dot/dot early-dot/dot
+run env PATH="$T/faildot" "$FP" --store S graph --format svg
+expect_rc 1 "svg when dot fails"
+expect_in err "exit status 3): Error: this dot refuses" "the error carries dot's exit status and message"
+
+# Edges that pass 700 long names: a DOT label of 400 KB, beyond Graphviz's
+# 16 KiB limit on one quoted string, and more than a socket or pipe buffers.
+mkdir big
+name=$(printf 'x%.0s' {1..190})
+for i in {100..799}; do echo "$i" >"big/f${i}_$name"; done
+echo p >big/prod
+record_big() { "$FP" --store B record --build-dir "$T/big" --target t "$@" >big.log 2>&1 || fail "record $1 $2 in the big store: $(tail -3 big.log)"; }
+record_big --project p0 --produced big/f*
+for p in p1 p2 p3; do record_big --project $p --produced big/prod --consumed big/f*; done
+run "$FP" --store B graph --format dot
+cp "$T/out" big.dot
+expect_eq "$(($(wc -c <big.dot) > 400000))" 1 "the big DOT is over 400 kB"
+dot_accepted big.dot "700 long names on one edge" "['p0', 'p1', 'p2', 'p3']"
+# A dot that echoes its input as it reads it: the runner must read dot's
+# output while it is still writing its input, or both wait for ever.
+run env PATH="$T/cat-dot" "$FP" --store B graph --format svg
+expect_rc 0 "svg through a dot that writes while it reads"
+expect_same_file "$T/out" big.dot "the DOT went to dot's input whole and its output came back whole"
+# A dot that closes its input at once: EPIPE for the runner, not SIGPIPE.
+run env PATH="$T/early-dot" "$FP" --store B graph --format svg
+expect_rc 1 "svg through a dot that stops reading (not killed by SIGPIPE: 141)"
+expect_in err "exit status 4): dot: stopped reading" "and its message"
+
+# ---- The HTML page, as written ---------------------------------------------
+
+run "$FP" --store S graph --format html --output main.html
+expect_rc 0 "graph --format html --output"
+summary main.html html main.json
+expect_json_each main.json <<EOF
+no URL the browser could fetch :: d['network'] == []
+a Content-Security-Policy forbids any request :: d['csp']
+dot's SVG is inline :: 'svg' in d['tags'] and not d['layout']
+the graph's nodes are the projects :: sorted(n['title'] for n in d['nodes']) == sorted($PROJECTS)
+one artifact row per artifact :: d['tables']['artifacts'] == 4
+one producer row per produced file and build :: d['tables']['producers'] == 4
+one consumer row per consumed file :: d['tables']['consumers'] == 4
+artifacts: name, path, digest and size :: any(r['text'].split()[:2] == ['lib.so', '$T/lib.so'] and 'sha256:$(sha256sum lib.so | cut -c1-64)' in r['text'] and '4 B' in r['text'] for r in d['rows'])
+producers: project, target and build :: any(r['table'] == 'producers' and r['text'].split()[:5] == ['app', 'produced', 'apps', 'app', '7'] for r in d['rows'])
+consumers: who and to produce what :: any(r['table'] == 'consumers' and r['text'].split()[:5] == ['app', 'dist', 'bundle', '3', 'bundle.tar'] for r in d['rows'])
+names are escaped, not markup :: 'i' not in d['tags'] and any('$PWN_PY' in r['text'] for r in d['rows'])
+the graph data parses as JSON :: d['graph_data']['nodes'] == $PROJECTS
+EOF
+run "$FP" --store S graph --format html --project apps --output apps.html
+summary apps.html html apps.json
+expect_json_each apps.json <<EOF
+--project apps: the graph has apps and its neighbours :: sorted(n['title'] for n in d['nodes']) == ['apps', 'core', 'dist']
+--project apps: the artifacts apps produced or consumed :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'lib.so']
+EOF
+run env PATH="$T/nodot" "$FP" --store S graph --format html --artifacts --output nodot.html
+expect_rc 0 "html without Graphviz's dot"
+summary nodot.html html nodot.json
+expect_json_each nodot.json <<EOF
+without dot the page brings its own layout :: d['layout'] and d['nodes'] == []
+and says so :: any('apt-get install graphviz' in n for n in d['notes'])
+a </script> in the data does not end the script :: '$DOCS/$PWN_PY' in d['graph_data']['nodes']
+the script's JSON is ASCII, U+2028 escaped :: d['graph_data_raw'].isascii() and 'u2028' in d['graph_data_raw']
+still no URL :: d['network'] == []
+EOF
+run env PATH="$T/faildot" "$FP" --store S graph --format html --output faildot.html
+expect_rc 0 "html when dot fails"
+expect_in err "warning: graph:" "warns"
+summary faildot.html html faildot.json
+expect_json faildot.json "d['layout'] and any('this dot refuses' in n for n in d['notes'])" \
+  "the page lays the graph out itself and says why"
+
+# ---- The page in Chromium ------------------------------------------------
+# --dump-dom prints the DOM once the page has loaded, its scripts run; the
+# page marks <body data-ready> when its script is done and copies any
+# uncaught error into <html data-error>. --enable-logging=stderr puts every
+# console message (script errors, Content-Security-Policy violations)
+# in the log as "CONSOLE".
+
+browse() { # URL DOM-JSON WHAT
+  RUN_TIMEOUT=60 run env HOME="$T/home" chromium --headless --no-sandbox --disable-gpu --no-first-run \
+    --disable-background-networking --user-data-dir="$T/chromium" --enable-logging=stderr --v=0 --dump-dom "$1"
+  expect_rc 0 "chromium loads $3"
+  cp "$T/out" dom.html
+  summary dom.html html "$2"
+  local console
+  console=$(grep -F ':CONSOLE' "$T/err" || true)
+  expect_eq "$console" "" "no console messages from $3 (errors, blocked requests)"
+}
+if command -v chromium >/dev/null; then
+  started=$SECONDS
+  browse "file://$T/main.html" dom-main.json "the page"
+  expect_json_each dom-main.json <<EOF
+its script ran to the end :: d['ready'] == '1'
+without an error :: d['error'] is None
+the projects are in the rendered graph :: sorted(n['title'] for n in d['nodes']) == sorted($PROJECTS)
+no node dimmed without a search :: not any(n['dim'] for n in d['nodes'])
+every row shown :: len(d['rows']) == 12 and not any(r['hidden'] for r in d['rows'])
+the count says so :: d['count'] == '12 rows'
+no markup from the data :: 'i' not in d['tags'] and 'pwn' not in d['ids']
+names with markup in them read as text :: any('$PWN_PY' in r['text'] and '$DOCS' in r['text'] for r in d['rows'] if r['table'] == 'producers')
+EOF
+
+  browse "file://$T/main.html#q=bundle.tar%20DIST" dom-search.json "the page searching for 'bundle.tar DIST'"
+  expect_json_each dom-search.json <<EOF
+its script ran to the end :: d['ready'] == '1' and d['error'] is None
+rows with both words stay :: sorted((r['table'], r['text'].split()[0]) for r in d['rows'] if not r['hidden']) == [('artifacts', 'bundle.tar'), ('consumers', 'app'), ('consumers', 'lib.so'), ('producers', 'bundle.tar')]
+each hidden row lacks a word :: all(not ('bundle.tar' in r['text'] and 'dist' in r['text'].lower()) for r in d['rows'] if r['hidden'])
+the count says so :: d['count'] == '4 of 12 rows'
+graph nodes that do not match are dimmed :: len(d['nodes']) == 4 and all(n['dim'] for n in d['nodes'])
+EOF
+
+  browse "file://$T/nodot.html#q=$(python3 -c 'import urllib.parse; print(urllib.parse.quote("docs & \"more\""))')" \
+    dom-nodot.json "the page laid out without dot, searching for a quoted name"
+  expect_json_each dom-nodot.json <<EOF
+its script ran to the end :: d['ready'] == '1'
+without an error :: d['error'] is None
+it drew a node per target :: sorted(n['title'] for n in d['nodes']) == sorted(['core/lib', 'apps/app', 'dist/bundle', '$DOCS/$PWN_PY'])
+the search from the URL dims the others :: [n['title'] for n in d['nodes'] if not n['dim']] == ['$DOCS/$PWN_PY']
+no markup from the data :: 'i' not in d['tags'] and 'pwn' not in d['ids']
+EOF
+  echo "chromium: three pages in $((SECONDS - started)) s"
+fi
+
+finish
