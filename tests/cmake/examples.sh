@@ -51,6 +51,21 @@ project edges, through installed copies :: sorted((e["from"], e["to"]) for e in 
 the nodes are the three projects :: d["nodes"] == ["chorus", "greet", "hello"]
 each edge names what was consumed :: "libhello.so" in [a for e in d["edges"] if e["from"] == "hello" for a in e["artifacts"]]
 PY
+query "$T/graph.dot" graph --format dot
+run dot -Tsvg -o "$T/graph-from-dot.svg" "$T/graph.dot"
+expect_rc 0 "Graphviz accepts the examples' DOT"
+run "$FP" graph --format svg --output "$T/graph.svg"
+expect_rc 0 "graph --format svg of the examples"
+run "$FP" graph --format html --output "$T/graph.html"
+expect_rc 0 "graph --format html of the examples"
+for project in greet hello chorus; do
+  if grep -q "$project" "$T/graph.svg" && grep -q "$project" "$T/graph.html"; then
+    ok "the SVG and the page show $project"
+  else
+    fail "the SVG or the page lacks $project"
+  fi
+done
+if grep -qE '(src|href)="https?:' "$T/graph.html"; then fail "the page fetches from the network"; else ok "the page fetches nothing"; fi
 run "$FP" graph --format mermaid --project hello
 expect_in out 'graph LR' "mermaid output"
 expect_not_in out 'libgreet_static.a' "--project hello leaves out greet -> chorus (the only edge carrying the archive)"
