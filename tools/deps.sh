@@ -30,13 +30,17 @@ fingerprint_install_packages() {
 }
 
 # What building the runner needs.
-FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann-json3-dev)
+# libpq-dev: the PostgreSQL store (fingerprint-postgresql).
+FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann-json3-dev libpq-dev)
 # What the test suite needs on top.
 # googletest also brings /usr/src/googletest, the unmodified project the
 # injection test fingerprints.
 # graphviz and chromium: graph --format svg|html, and the page tested in a
 # real headless browser.
-FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format graphviz chromium)
+# postgresql: the server the PostgreSQL store's tests start on loopback
+# (initdb, pg_ctl; psql comes with it).
+FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format graphviz chromium
+  postgresql)
 # What the fuzz build needs on top of the build packages: clang, its runtime
 # libraries (libFuzzer, ASan, UBSan) for the default clang version, and
 # llvm-symbolizer, without which a crash's stack trace has no file:line.

@@ -111,7 +111,7 @@ run_builds(const Args& args, Context& context)
     problems.insert(problems.end(), index->problems.begin(), index->problems.end());
     summaries.push_back(summarize(ref, std::move(index->events)));
   }
-  report_problems(context, store->root(), problems);
+  report_problems(context, store->location(), problems);
   // Oldest first, like a log: the newest build is the last line.
   std::stable_sort(summaries.begin(), summaries.end(), [](const BuildSummary& a, const BuildSummary& b) {
     return a.first_time < b.first_time;
@@ -126,8 +126,8 @@ run_builds(const Args& args, Context& context)
   }
   if (summaries.empty()) {
     write_out(context,
-              project ? "no builds of project " + *project + " recorded in " + store->root() + "\n"
-                      : "no builds recorded in " + store->root() + "\n");
+              project ? "no builds of project " + *project + " recorded in " + store->location() + "\n"
+                      : "no builds recorded in " + store->location() + "\n");
     return project ? k_exit_failure : k_exit_ok;
   }
   std::vector<std::vector<std::string>> rows{{"PROJECT", "BUILD", "TIME", "HOST", "PRODUCED", "CONSUMED", "BUILD DIR"}};
@@ -163,10 +163,10 @@ run_build(const Args& args, Context& context)
     print_error(context, index.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->root(), index->problems);
+  report_problems(context, store->location(), index->problems);
   if (index->events.empty()) {
     print_error(context,
-                "no build " + ref.build + " of project " + ref.project + " in " + store->root()
+                "no build " + ref.build + " of project " + ref.project + " in " + store->location()
                   + " (fingerprint builds --project " + ref.project + " lists them)");
     return k_exit_failure;
   }

@@ -18,7 +18,7 @@ constexpr OptionSpec k_options[] = {
 // Why no producer event matched: the file changed since it was recorded,
 // or the store lost the record (the build index still names these bytes).
 std::string
-explain_missing(const store::DirectoryStore& store,
+explain_missing(const store::Store& store,
                 const std::string& path,
                 const std::string& build_dir,
                 const std::string& digest)
@@ -68,11 +68,12 @@ run(const Args& args, Context& context)
     print_error(context, file.error().message);
     return k_exit_failure;
   }
-  auto store = store::DirectoryStore::open_for_reading(*root);
-  if (!store) {
-    print_error(context, store.error().message);
+  auto opened = store::open_store(*root, store::Access::read);
+  if (!opened) {
+    print_error(context, opened.error().message);
     return k_exit_failure;
   }
+  const auto& store = *opened;
   const store::DigestKey key{*algorithm, file->hex};
   auto record = store::load_record(*store, key);
   if (!record) {

@@ -52,5 +52,6 @@ const Command& build_command();
 const Command& why_command();
 const Command& export_command();
 const Command& gc_command();
+const Command& migrate_command();
 
 } // namespace fingerprint::cmd

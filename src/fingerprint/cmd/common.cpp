@@ -57,20 +57,20 @@ store_path(const Args& args)
   return Error{"no store: give --store DIR or set FINGERPRINT_DIR (HOME is not set either)"};
 }
 
-std::optional<store::DirectoryStore>
+std::unique_ptr<store::Store>
 open_store_for_reading(const Args& args, Context& context, int& status)
 {
   auto root = store_path(args);
   if (!root) {
     print_error(context, root.error().message);
     status = k_exit_usage;
-    return std::nullopt;
+    return nullptr;
   }
-  auto store = store::DirectoryStore::open_for_reading(*root);
+  auto store = store::open_store(*root, store::Access::read);
   if (!store) {
     print_error(context, store.error().message);
     status = k_exit_failure;
-    return std::nullopt;
+    return nullptr;
   }
   return std::move(*store);
 }

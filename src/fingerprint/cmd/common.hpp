@@ -7,13 +7,14 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/digest/algorithm.hpp>
 #include <fingerprint/store/digest_key.hpp>
-#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/store.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fs.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,7 +23,7 @@
 namespace fingerprint::cmd {
 
 // Options every subcommand accepts.
-inline constexpr OptionSpec k_store_option{"store", OptionKind::value, "DIR", "the fingerprint store"};
+inline constexpr OptionSpec k_store_option{"store", OptionKind::value, "DIR|URL", "the fingerprint store: a directory or postgresql://..."};
 inline constexpr OptionSpec k_help_option{"help", OptionKind::flag, {}, "show this command's help"};
 
 // "fingerprint: <message>" on standard error.
@@ -37,7 +38,7 @@ Expected<std::string> store_path(const Args& args);
 
 // The store, opened for reading: on failure prints why, sets `status` (2
 // when no store can be named, 1 when it cannot be read) and returns nothing.
-std::optional<store::DirectoryStore> open_store_for_reading(const Args& args, Context& context, int& status);
+std::unique_ptr<store::Store> open_store_for_reading(const Args& args, Context& context, int& status);
 
 // --algorithm, validated.
 Expected<digest::Algorithm> algorithm_option(const Args& args);

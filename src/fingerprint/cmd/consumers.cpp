@@ -17,7 +17,7 @@ constexpr OptionSpec k_options[] = {
 
 // The name a product was produced under, for people; its digest otherwise.
 std::string
-product_name(const store::DirectoryStore& store, const std::string& product, std::map<std::string, std::string>& memo)
+product_name(const store::Store& store, const std::string& product, std::map<std::string, std::string>& memo)
 {
   if (auto it = memo.find(product); it != memo.end()) {
     return it->second;
@@ -61,18 +61,18 @@ run(const Args& args, Context& context)
     return k_exit_failure;
   }
   if (!record->recorded()) {
-    report_problems(context, store->root(), record->problems);
-    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->root());
+    report_problems(context, store->location(), record->problems);
+    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->location());
     return k_exit_failure;
   }
   const bool transitive = args.flag("transitive");
   std::vector<store::LogProblem> problems;
-  auto hits = store::find_consumers(*store, *key, transitive, problems);
+  auto hits = store->find_consumers(*key, transitive, problems);
   if (!hits) {
     print_error(context, hits.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->root(), problems);
+  report_problems(context, store->location(), problems);
 
   if (args.flag("json")) {
     auto array = nlohmann::ordered_json::array();

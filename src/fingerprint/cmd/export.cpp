@@ -139,7 +139,7 @@ run(const Args& args, Context& context)
       print_error(context, record.error().message);
       return k_exit_failure;
     }
-    report_problems(context, store->root(), record->problems);
+    report_problems(context, store->location(), record->problems);
     const store::Event* newest = nullptr;
     for (const auto& event : record->producers) {
       if (event.event == store::EventKind::produced && (newest == nullptr || newest->time <= event.time)) {
@@ -147,7 +147,7 @@ run(const Args& args, Context& context)
       }
     }
     if (newest == nullptr) {
-      print_error(context, argument + ": no build produced it (" + key->str() + ") in the store " + store->root());
+      print_error(context, argument + ": no build produced it (" + key->str() + ") in the store " + store->location());
       return k_exit_failure;
     }
     ref = {newest->project, newest->build};
@@ -157,9 +157,9 @@ run(const Args& args, Context& context)
     print_error(context, index.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->root(), index->problems);
+  report_problems(context, store->location(), index->problems);
   if (index->events.empty()) {
-    print_error(context, "no build " + ref.build + " of project " + ref.project + " in " + store->root());
+    print_error(context, "no build " + ref.build + " of project " + ref.project + " in " + store->location());
     return k_exit_failure;
   }
   write_out(context, dump_json(statement(ref, index->events)));

@@ -44,7 +44,7 @@ run(const Args& args, Context& context)
   const bool healthy = report->repaired == report->findings.size();
   if (args.flag("json")) {
     nlohmann::ordered_json out;
-    out["store"] = store->root();
+    out["store"] = store->location();
     out["logs"] = report->logs;
     out["build_indexes"] = report->build_indexes;
     out["events"] = report->events;
@@ -70,7 +70,7 @@ run(const Args& args, Context& context)
   }
   std::string text;
   for (const auto& finding : report->findings) {
-    text += store->root() + "/" + finding.file;
+    text += store->location() + "/" + finding.file;
     if (finding.line > 0) {
       text += ":" + std::to_string(finding.line);
     }

@@ -146,7 +146,7 @@ run(const Args& args, Context& context)
       progress(i + 1, builds->size());
     }
   }
-  report_problems(context, store->root(), problems);
+  report_problems(context, store->location(), problems);
 
   // 2. What goes.
   const std::string host = core::host_name();

@@ -55,13 +55,13 @@ struct Graph
 // origin's producer) is recorded. Artifacts of unknown origin (system
 // libraries) are left out: they would drown the picture.
 Expected<Graph>
-collect(const store::DirectoryStore& store, bool per_target, Context& context)
+collect(const store::Store& store, bool per_target, Context& context)
 {
   Graph graph;
   std::vector<store::LogProblem> problems;
   auto ok = store::for_each_indexed_event(
     store, [&](store::Event& event) { graph.events.push_back(std::move(event)); }, problems);
-  report_problems(context, store.root(), problems);
+  report_problems(context, store.location(), problems);
   if (!ok) {
     return ok.error();
   }
@@ -470,7 +470,7 @@ run(const Args& args, Context& context)
     }
     text = std::move(*svg);
   } else {
-    GraphPage page{store->root(), project, per_target, graph_json(edges), std::nullopt, {}};
+    GraphPage page{store->location(), project, per_target, graph_json(edges), std::nullopt, {}};
     if (dot) {
       auto svg = graphviz_svg(*dot, dot_text(edges), context);
       if (svg) {

@@ -31,7 +31,7 @@ struct Origins
 // same-named files apart), else by name: install() keeps names, and CMake's
 // RPATH rewrite changes the bytes.
 Expected<Origins>
-produced_origins(const store::DirectoryStore& store, const std::string& project, const std::string& build_dir)
+produced_origins(const store::Store& store, const std::string& project, const std::string& build_dir)
 {
   Origins origins;
   std::vector<store::LogProblem> ignored; // recording must not stop at a bad line
@@ -52,7 +52,7 @@ produced_origins(const store::DirectoryStore& store, const std::string& project,
 }
 
 Expected<size_t>
-record_installed(const Args& args, store::DirectoryStore::Warnings& warnings)
+record_installed(const Args& args, store::Store::Warnings& warnings)
 {
   auto algorithm = algorithm_option(args);
   if (!algorithm) {
@@ -64,10 +64,11 @@ record_installed(const Args& args, store::DirectoryStore::Warnings& warnings)
   }
   const std::string project = *args.value("project");
   const std::string build_dir = absolute_path(*args.value("build-dir"));
-  auto store = store::DirectoryStore::open_for_writing(*root);
-  if (!store) {
-    return store.error();
+  auto opened = store::open_store(*root, store::Access::write);
+  if (!opened) {
+    return opened.error();
   }
+  const auto& store = *opened;
   auto origins = produced_origins(*store, project, build_dir);
   if (!origins) {
     return origins.error();
@@ -132,7 +133,7 @@ run(const Args& args, Context& context)
     print_error(context, "installed: --project and --build-dir are required");
     return k_exit_usage;
   }
-  store::DirectoryStore::Warnings warnings;
+  store::Store::Warnings warnings;
   auto recorded = record_installed(args, warnings);
   for (const auto& warning : warnings) {
     print_warning(context, warning);

@@ -14,11 +14,12 @@ namespace fingerprint::cmd {
 
 namespace {
 
-constexpr std::string_view k_overview = "usage: fingerprint [--store DIR] <command> [options] [arguments]\n"
+constexpr std::string_view k_overview = "usage: fingerprint [--store DIR|URL] <command> [options] [arguments]\n"
                                         "\n"
                                         "Records which build produced each artifact and which builds consumed it,\n"
                                         "in a store shared by every project: --store DIR, else $FINGERPRINT_DIR,\n"
-                                        "else ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.\n"
+                                        "else ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint. A store may also\n"
+                                        "be a PostgreSQL database: --store postgresql://user@host:port/db.\n"
                                         "\n"
                                         "commands:\n";
 
@@ -37,6 +38,7 @@ table()
                                            &gc_command(),
                                            &fsck_command(),
                                            &export_command(),
+                                           &migrate_command(),
                                            &check_command(),
                                            &launch_command(),
                                            &installed_command()};

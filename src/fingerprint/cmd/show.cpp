@@ -102,9 +102,9 @@ run(const Args& args, Context& context)
     print_error(context, record.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->root(), record->problems);
+  report_problems(context, store->location(), record->problems);
   if (!record->recorded()) {
-    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->root());
+    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->location());
     return k_exit_failure;
   }
   write_out(context, args.flag("json") ? dump_json(json(*record)) : human(*record));

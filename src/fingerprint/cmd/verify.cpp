@@ -28,7 +28,7 @@ struct Verdict
 // The newest event per path in the build index; with `build_dir`, only what
 // that build tree produced or installed.
 Expected<std::map<std::string, store::Event>>
-latest_by_path(const store::DirectoryStore& store, const std::optional<std::string>& build_dir, Context& context)
+latest_by_path(const store::Store& store, const std::optional<std::string>& build_dir, Context& context)
 {
   std::map<std::string, store::Event> latest;
   std::vector<store::LogProblem> problems;
@@ -40,7 +40,7 @@ latest_by_path(const store::DirectoryStore& store, const std::optional<std::stri
       }
     },
     problems);
-  report_problems(context, store.root(), problems);
+  report_problems(context, store.location(), problems);
   if (!ok) {
     return ok.error();
   }

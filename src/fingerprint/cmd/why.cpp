@@ -43,12 +43,12 @@ run(const Args& args, Context& context)
     return k_exit_failure;
   }
   std::vector<store::LogProblem> problems;
-  auto chain = store::find_chain(*store, *artifact, *consumer, problems);
+  auto chain = store->find_chain(*artifact, *consumer, problems);
   if (!chain) {
     print_error(context, chain.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->root(), problems);
+  report_problems(context, store->location(), problems);
   const bool depends = !chain->empty() || *artifact == *consumer;
   if (args.flag("json")) {
     nlohmann::ordered_json out;
@@ -64,7 +64,7 @@ run(const Args& args, Context& context)
   }
   if (!depends) {
     write_out(context,
-              consumer_argument + " does not depend on " + artifact_argument + " in the store " + store->root() + "\n");
+              consumer_argument + " does not depend on " + artifact_argument + " in the store " + store->location() + "\n");
     return k_exit_failure;
   }
   std::string text = consumer_argument + " depends on " + artifact_argument + ":\n";

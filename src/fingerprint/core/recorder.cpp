@@ -1,7 +1,7 @@
 #include <fingerprint/core/recorder.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
-#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/store.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <climits>
@@ -81,11 +81,12 @@ record(const RecordRequest& request,
     }
   }
 
-  auto store = store::DirectoryStore::open_for_writing(request.store_root);
-  if (!store) {
-    return store.error();
+  auto opened = store::open_store(request.store_root, store::Access::write);
+  if (!opened) {
+    return opened.error();
   }
-  store::DirectoryStore::Warnings warnings;
+  const auto& store = *opened;
+  store::Store::Warnings warnings;
   auto appended = store->append(events, &warnings);
   if (on_warning) {
     for (const auto& warning : warnings) {

@@ -522,6 +522,82 @@ DirectoryStore::read_log(const DigestKey& key) const
   return read_file(key.log_path());
 }
 
+namespace {
+
+// Calls `each(dir_fd, name)` for the entries of directory `name` under
+// `parent`; `relative` names it in messages. A directory that is missing or
+// a symbolic link lists as empty (fsck reports strays; queries skip them).
+template <typename Each>
+Expected<void>
+list_entries(const std::string& root, int parent, const std::string& name, const std::string& relative, Each&& each)
+{
+  Fd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
+      return {};
+    }
+    return make_error(root + "/" + relative, util::errno_text(errno));
+  }
+  const int dir_fd = fd.get();
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.release()), ::closedir);
+  if (!dir) {
+    return make_error(root + "/" + relative, util::errno_text(errno));
+  }
+  while (const dirent* entry = ::readdir(dir.get())) {
+    const std::string_view entry_name = entry->d_name;
+    if (entry_name != "." && entry_name != "..") {
+      each(dir_fd, entry_name);
+    }
+  }
+  return {};
+}
+
+} // namespace
+
+Expected<std::vector<DigestKey>>
+DirectoryStore::list_logs() const
+{
+  std::vector<DigestKey> logs;
+  if (!m_root_fd) {
+    return logs;
+  }
+  Expected<void> inner_ok;
+  auto keep_first_error = [&](Expected<void> listed) {
+    if (!listed && inner_ok) {
+      inner_ok = std::move(listed);
+    }
+  };
+  auto ok = list_entries(m_root, m_root_fd.get(), "objects", "objects", [&](int objects_fd, std::string_view algorithm) {
+    const std::string algorithm_dir = "objects/" + std::string(algorithm);
+    keep_first_error(list_entries(
+      m_root, objects_fd, std::string(algorithm), algorithm_dir, [&](int algorithm_fd, std::string_view shard) {
+        keep_first_error(list_entries(m_root,
+                                      algorithm_fd,
+                                      std::string(shard),
+                                      algorithm_dir + "/" + std::string(shard),
+                                      [&](int, std::string_view file) {
+                                        constexpr std::string_view suffix = ".jsonl";
+                                        if (!file.ends_with(suffix)) {
+                                          return;
+                                        }
+                                        auto key = parse_digest_key(std::string(algorithm) + ":"
+                                                                    + std::string(file.substr(0, file.size() - suffix.size())));
+                                        if (key && key->log_path() == algorithm_dir + "/" + std::string(shard) + "/" + std::string(file)) {
+                                          logs.push_back(std::move(*key));
+                                        }
+                                      }));
+      }));
+  });
+  if (!ok) {
+    return ok.error();
+  }
+  if (!inner_ok) {
+    return inner_ok.error();
+  }
+  std::sort(logs.begin(), logs.end(), [](const DigestKey& a, const DigestKey& b) { return a.str() < b.str(); });
+  return logs;
+}
+
 Expected<std::vector<BuildRef>>
 DirectoryStore::list_builds() const
 {
@@ -529,28 +605,8 @@ DirectoryStore::list_builds() const
   if (!m_root_fd) {
     return builds;
   }
-  // `relative` names the directory in messages. Entries that are not
-  // directories (a stray file, a symbolic link) are skipped, not fatal.
-  auto list_dir = [&](int parent, const std::string& name, const std::string& relative, auto&& each) -> Expected<void> {
-    Fd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) {
-      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) {
-        return {};
-      }
-      return make_error(m_root + "/" + relative, util::errno_text(errno));
-    }
-    const int dir_fd = fd.get();
-    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.release()), ::closedir);
-    if (!dir) {
-      return make_error(m_root + "/" + relative, util::errno_text(errno));
-    }
-    while (const dirent* entry = ::readdir(dir.get())) {
-      const std::string_view entry_name = entry->d_name;
-      if (entry_name != "." && entry_name != "..") {
-        each(dir_fd, entry_name);
-      }
-    }
-    return {};
+  auto list_dir = [&](int parent, const std::string& name, const std::string& relative, auto&& each) {
+    return list_entries(m_root, parent, name, relative, each);
   };
   Expected<void> inner_ok;
   auto ok = list_dir(m_root_fd.get(), "builds", "builds", [&](int builds_fd, std::string_view project) {

@@ -2,6 +2,7 @@
 
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
 
@@ -11,80 +12,6 @@
 #include <vector>
 
 namespace fingerprint::store {
-
-// Something wrong in a log, found while reading it.
-struct LogProblem
-{
-  std::string file; // relative to the store
-  size_t line = 0;  // 1-based
-  std::string message;
-  // The line is the start of an event cut short: a writer died mid-write
-  // and a later writer began a fresh line after it.
-  bool torn = false;
-};
-
-// The readable events of one log and what could not be read.
-struct LogContents
-{
-  std::vector<Event> events;
-  std::vector<LogProblem> problems;
-  // The log ends in a line without its newline: a writer died mid-write.
-  // Such a line was never acknowledged and is ignored, not reported as a
-  // problem; fsck repairs it.
-  bool torn_tail = false;
-};
-
-struct BuildRef
-{
-  std::string project; // decoded
-  std::string build;   // decoded
-};
-
-struct CompactionResult
-{
-  size_t events_before = 0;
-  size_t events_after = 0;
-  bool removed = false; // nothing was left, and the log went
-};
-
-// What fsck finds. A crash (a killed writer or compaction) leaves only the
-// first two kinds; anything else is damage from outside.
-enum class FsckKind
-{
-  torn_line, // a line cut short by a writer that died mid-write
-  leftover,  // a temporary file of an interrupted compaction or repair
-  damage,    // an unreadable line, a misplaced event, a stray file
-};
-
-std::string_view fsck_kind_name(FsckKind kind);
-
-// One thing fsck found wrong, and what --repair did about it.
-struct FsckFinding
-{
-  std::string file; // relative to the store
-  size_t line = 0;  // 1-based; 0 for the whole file
-  std::string problem;
-  FsckKind kind = FsckKind::damage;
-  std::string repair; // empty when not repaired
-};
-
-struct FsckReport
-{
-  size_t logs = 0;          // artifact logs read
-  size_t build_indexes = 0; // build index files read
-  size_t events = 0;        // readable events in them
-  std::vector<FsckFinding> findings;
-  size_t repaired = 0;        // findings that --repair dealt with
-  size_t events_restored = 0; // events a rebuilt log got back from its counterparts
-  std::string quarantine;     // where this run moved files, relative to the store
-};
-
-struct FsckOptions
-{
-  bool repair = false;
-  // Called as files are checked: (done, total).
-  std::function<void(size_t, size_t)> progress;
-};
 
 // Lines longer than this are refused when reading (a hostile or broken log
 // must not make a reader allocate without bound). Events are a few hundred
@@ -98,7 +25,7 @@ inline constexpr size_t k_max_line_length = 1024 * 1024;
 // under an exclusive flock() on that log alone. Readers take no lock. Every
 // open below the root is relative to the root's descriptor, one component at
 // a time with O_NOFOLLOW.
-class DirectoryStore
+class DirectoryStore final : public Store
 {
 public:
   // Opens an existing store for reading. A store that does not exist yet
@@ -113,34 +40,39 @@ public:
   {
     return m_root;
   }
+  const std::string&
+  location() const override
+  {
+    return m_root;
+  }
   bool
   exists() const
   {
     return m_root_fd.valid();
   }
 
-  // Warnings about a log's health met while appending (a torn or
-  // unreadable last line): the append went ahead regardless.
-  using Warnings = std::vector<std::string>;
-
   // Appends each event to its artifact's log and to its build's index.
-  Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const;
+  Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const override;
 
   // Appends `event` to the log of another artifact, `log` (not to a build
   // index): an installed copy's event also goes to the log of the
   // build-tree file it came from, so either can be found from the other.
-  Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const;
+  Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const override;
 
   // One artifact's log as stored, for byte-level checks; empty when absent.
-  Expected<std::string> read_raw_log(const DigestKey& key) const;
+  Expected<std::string> read_raw_log(const DigestKey& key) const override;
 
   // Everything readable in one artifact's log; a log that does not exist
   // reads as empty.
-  Expected<LogContents> read_log(const DigestKey& key) const;
+  Expected<LogContents> read_log(const DigestKey& key) const override;
+
+  // Every artifact log, sorted by key (files that are not named like a
+  // log are left for fsck).
+  Expected<std::vector<DigestKey>> list_logs() const;
 
   // The builds in the build index, sorted by project and build id.
-  Expected<std::vector<BuildRef>> list_builds() const;
-  Expected<LogContents> read_build(const BuildRef& build) const;
+  Expected<std::vector<BuildRef>> list_builds() const override;
+  Expected<LogContents> read_build(const BuildRef& build) const override;
 
   // Rewrites one log without duplicate events (equal but for their time;
   // the earliest stays). Refuses a log with unreadable lines: those are for
@@ -153,16 +85,16 @@ public:
   // build's index), under the log's exclusive lock; a log left with no
   // events is removed. With `dry_run`, only counts (and takes no lock).
   // Refuses a log with unreadable lines, as compaction does.
-  using EventFilter = std::function<bool(const Event&)>;
-  Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const;
-  Expected<CompactionResult> remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const;
+  Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const override;
+  Expected<CompactionResult>
+  remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const override;
 
   // Checks every log and build index. With `repair`, moves each damaged or
   // stray file into quarantine/<run>/ (never deleting anything) and rebuilds
   // a damaged log from its readable lines plus the copies of its events kept
   // on the other side (an artifact's events are also in its builds' indexes,
   // and the other way round). Each rebuild takes the log's exclusive lock.
-  Expected<FsckReport> fsck(const FsckOptions& options) const;
+  Expected<FsckReport> fsck(const FsckOptions& options) const override;
 
   // Encoding of a project name or build id as one path component: bytes
   // outside [A-Za-z0-9._+-] (and a leading '.') become %XX.

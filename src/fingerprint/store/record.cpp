@@ -36,7 +36,7 @@ fold_record(const DigestKey& key, LogContents contents)
 }
 
 Expected<ArtifactRecord>
-load_record(const DirectoryStore& store, const DigestKey& key)
+load_record(const Store& store, const DigestKey& key)
 {
   auto contents = store.read_log(key);
   if (!contents) {
@@ -46,7 +46,7 @@ load_record(const DirectoryStore& store, const DigestKey& key)
 }
 
 Expected<std::vector<ConsumerHit>>
-find_consumers(const DirectoryStore& store, const DigestKey& key, bool transitive, std::vector<LogProblem>& problems)
+walk_consumers(const RecordLoader& load, const DigestKey& key, bool transitive, std::vector<LogProblem>& problems)
 {
   std::vector<ConsumerHit> hits;
   std::set<std::string> expanded{key.str()};
@@ -54,7 +54,7 @@ find_consumers(const DirectoryStore& store, const DigestKey& key, bool transitiv
   while (!queue.empty()) {
     auto [current, depth] = std::move(queue.front());
     queue.pop_front();
-    auto record = load_record(store, current);
+    auto record = load(current);
     if (!record) {
       return record.error();
     }
@@ -80,7 +80,7 @@ find_consumers(const DirectoryStore& store, const DigestKey& key, bool transitiv
 }
 
 Expected<std::vector<Event>>
-find_chain(const DirectoryStore& store, const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems)
+walk_chain(const RecordLoader& load, const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems)
 {
   // Breadth first, so the chain is a shortest one; each artifact once.
   std::map<std::string, std::pair<std::string, Event>> reached_by; // artifact -> (previous artifact, step)
@@ -89,7 +89,7 @@ find_chain(const DirectoryStore& store, const DigestKey& from, const DigestKey& 
   while (!queue.empty() && reached_by.count(to.str()) == 0) {
     const DigestKey current = std::move(queue.front());
     queue.pop_front();
-    auto record = load_record(store, current);
+    auto record = load(current);
     if (!record) {
       return record.error();
     }
@@ -119,8 +119,20 @@ find_chain(const DirectoryStore& store, const DigestKey& from, const DigestKey& 
   return chain;
 }
 
+Expected<std::vector<ConsumerHit>>
+Store::find_consumers(const DigestKey& key, bool transitive, std::vector<LogProblem>& problems) const
+{
+  return walk_consumers([this](const DigestKey& at) { return load_record(*this, at); }, key, transitive, problems);
+}
+
+Expected<std::vector<Event>>
+Store::find_chain(const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems) const
+{
+  return walk_chain([this](const DigestKey& at) { return load_record(*this, at); }, from, to, problems);
+}
+
 Expected<void>
-for_each_indexed_event(const DirectoryStore& store,
+for_each_indexed_event(const Store& store,
                        const std::function<void(Event&)>& each,
                        std::vector<LogProblem>& problems,
                        const std::string& project)

@@ -1,7 +1,7 @@
 #pragma once
 
 #include <fingerprint/store/digest_key.hpp>
-#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/store.hpp>
 #include <fingerprint/store/event.hpp>
 
 #include <functional>
@@ -35,35 +35,22 @@ struct ArtifactRecord
 
 ArtifactRecord fold_record(const DigestKey& key, LogContents contents);
 
-Expected<ArtifactRecord> load_record(const DirectoryStore& store, const DigestKey& key);
+Expected<ArtifactRecord> load_record(const Store& store, const DigestKey& key);
 
-struct ConsumerHit
-{
-  Event event;
-  int depth = 1; // 1: consumed the artifact itself; 2: consumed a product of depth 1; ...
-};
+// Reads one artifact's record, for the walks below.
+using RecordLoader = std::function<Expected<ArtifactRecord>(const DigestKey&)>;
 
-// Who consumed `key` or an installed copy of it; with `transitive`, also who
-// consumed their products, breadth first, each product expanded once (so
-// cycles end). Problems met in any log are appended to `problems`.
-Expected<std::vector<ConsumerHit>> find_consumers(const DirectoryStore& store,
-                                                  const DigestKey& key,
-                                                  bool transitive,
-                                                  std::vector<LogProblem>& problems);
-
-// The shortest chain of events that leads from artifact `from` to artifact
-// `to`: each step is a `consumed` event (its product is the next artifact)
-// or an `installed` one (an installed copy of the artifact). Empty when
-// `to` does not depend on `from`; `from == to` is a chain of no steps.
-Expected<std::vector<Event>> find_chain(const DirectoryStore& store,
-                                        const DigestKey& from,
-                                        const DigestKey& to,
-                                        std::vector<LogProblem>& problems);
+// Store::find_consumers and Store::find_chain, over any way of loading
+// records (one log at a time, or from rows fetched in one query).
+Expected<std::vector<ConsumerHit>>
+walk_consumers(const RecordLoader& load, const DigestKey& key, bool transitive, std::vector<LogProblem>& problems);
+Expected<std::vector<Event>>
+walk_chain(const RecordLoader& load, const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems);
 
 // Calls `each` for every event of the build index, build by build (only
 // `project`'s builds when it is not empty). Unreadable lines are appended
 // to `problems`; a build index that cannot be read at all is an error.
-Expected<void> for_each_indexed_event(const DirectoryStore& store,
+Expected<void> for_each_indexed_event(const Store& store,
                                       const std::function<void(Event&)>& each,
                                       std::vector<LogProblem>& problems,
                                       const std::string& project = {});

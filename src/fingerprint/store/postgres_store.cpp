@@ -1,0 +1,874 @@
+#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/postgres_store.hpp>
+#include <fingerprint/store/record.hpp>
+
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace fingerprint::store {
+
+struct PostgresStore::Connection
+{
+  PGconn* conn = nullptr;
+
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection()
+  {
+    if (conn != nullptr) {
+      PQfinish(conn);
+    }
+  }
+};
+
+namespace {
+
+// Each schema version is the SQL that takes a database from the version
+// before it; k_migrations[0] creates version 1 from nothing. A new version
+// appends a step here and raises k_schema_version; no step ever changes.
+constexpr const char* k_migrations[] = {
+  // 1: events, one row per event and log.
+  R"sql(
+CREATE TABLE fingerprint_schema (version integer NOT NULL);
+INSERT INTO fingerprint_schema VALUES (0);
+CREATE TABLE fingerprint_events (
+  id bigserial PRIMARY KEY,
+  log text NOT NULL,          -- the artifact whose log holds the event: "sha256:<hex>"
+  indexed boolean NOT NULL,   -- also in its build's index (false: an installed copy's link)
+  kind text NOT NULL,         -- produced | consumed | installed
+  digest text NOT NULL,       -- the event's artifact
+  product text NOT NULL,      -- consumed: what the consumer produced; else ''
+  from_digest text NOT NULL,  -- installed: the build-tree artifact it was installed from; else ''
+  project text NOT NULL,
+  build text NOT NULL,
+  line text NOT NULL          -- the event as the directory store writes it
+);
+-- Who produced or consumed an artifact (the reverse query): one range of this index.
+CREATE INDEX fingerprint_events_by_log ON fingerprint_events (log, id);
+-- What one build (the consumer) recorded: builds, build show, export, gc.
+CREATE INDEX fingerprint_events_by_build ON fingerprint_events (project, build, id) WHERE indexed;
+-- Rows fsck --repair set aside: never deleted.
+CREATE TABLE fingerprint_quarantine (
+  id bigint NOT NULL,
+  log text NOT NULL,
+  line text NOT NULL,
+  problem text NOT NULL,
+  moved timestamptz NOT NULL DEFAULT now()
+);
+)sql",
+};
+static_assert(std::size(k_migrations) == k_schema_version);
+
+// Any number, the same in every runner: serializes creating and migrating
+// the schema, and concurrent imports.
+constexpr const char* k_schema_lock = "SELECT pg_advisory_xact_lock(7046529851223360001)";
+constexpr const char* k_import_lock = "SELECT pg_advisory_xact_lock(7046529851223360002)";
+
+constexpr const char* k_undefined_table = "42P01";
+
+using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+// libpq's messages end in a newline and may span lines.
+std::string
+one_line(std::string text)
+{
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) {
+    const size_t end = text.find_first_not_of(" \t\n", at);
+    text.replace(at, (end == std::string::npos ? text.size() : end) - at, "; ");
+  }
+  return text;
+}
+
+// "{\"a\",\"b\"}": a text[] parameter (one round trip for a whole batch).
+std::string
+text_array(const std::vector<std::string>& values)
+{
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += i == 0 ? "\"" : ",\"";
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+      }
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+std::string
+bool_array(const std::vector<bool>& values)
+{
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += i == 0 ? "" : ",";
+    out += values[i] ? 't' : 'f';
+  }
+  out += '}';
+  return out;
+}
+
+// The columns of one row to insert.
+struct Rows
+{
+  std::vector<std::string> log, kind, digest, product, from, project, build, line;
+  std::vector<bool> indexed;
+
+  void
+  add(const std::string& log_key, const Event& event, std::string text)
+  {
+    log.push_back(log_key);
+    indexed.push_back(event.digest == log_key);
+    kind.emplace_back(event_kind_name(event.event));
+    digest.push_back(event.digest);
+    product.push_back(event.product);
+    from.push_back(event.from);
+    project.push_back(event.project);
+    build.push_back(event.build);
+    line.push_back(std::move(text));
+  }
+  bool
+  empty() const
+  {
+    return log.empty();
+  }
+};
+
+constexpr const char* k_insert = R"sql(
+INSERT INTO fingerprint_events (log, indexed, kind, digest, product, from_digest, project, build, line)
+SELECT * FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::text[], $8::text[], $9::text[]))sql";
+
+// The events of some logs, parsed as the directory store parses its lines.
+void
+parse_row(const char* id, const char* line, LogContents& into)
+{
+  auto event = parse_event(line);
+  if (!event) {
+    into.problems.push_back({"fingerprint_events", std::stoul(id), event.error().message});
+    return;
+  }
+  into.events.push_back(std::move(*event));
+}
+
+// An event as stored: serialized, and read back to make sure it reads.
+Expected<std::string>
+stored_line(const Event& event)
+{
+  std::string line = serialize(event);
+  if (auto parsed = parse_event(line); !parsed) {
+    return Error{"event for " + event.digest + " (" + event.path + "): " + parsed.error().message};
+  }
+  return line;
+}
+
+} // namespace
+
+// One statement at a time through libpq, each error naming the store.
+class Session
+{
+public:
+  Session(PGconn* conn, const std::string& location) : m_conn(conn), m_location(location)
+  {
+  }
+
+  // Runs `sql` with text parameters; `what` says what for in errors.
+  Expected<Result>
+  run(std::string_view what, const char* sql, const std::vector<std::string>& params = {}) const
+  {
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& param : params) {
+      values.push_back(param.c_str());
+    }
+    // Without parameters, the simple protocol: it takes several statements
+    // (the schema's migrations).
+    Result result(values.empty() ? PQexec(m_conn, sql)
+                                 : PQexecParams(m_conn,
+                                                sql,
+                                                static_cast<int>(values.size()),
+                                                nullptr,
+                                                values.data(),
+                                                nullptr,
+                                                nullptr,
+                                                0),
+                  &PQclear);
+    const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+      return result;
+    }
+    const char* state = result ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
+    m_last_state = state != nullptr ? state : "";
+    return Error{m_location + ": " + std::string(what) + ": "
+                 + one_line(result ? PQresultErrorMessage(result.get()) : PQerrorMessage(m_conn))};
+  }
+
+  const std::string&
+  location() const
+  {
+    return m_location;
+  }
+
+  // The SQLSTATE of the last failure ("42P01": no such table).
+  const std::string&
+  last_state() const
+  {
+    return m_last_state;
+  }
+
+  // Runs `body` in one transaction: committed when it succeeds, rolled back
+  // when it fails.
+  template <typename Body>
+  auto
+  transaction(std::string_view what, Body&& body) const -> decltype(body())
+  {
+    if (auto begun = run(what, "BEGIN"); !begun) {
+      return begun.error();
+    }
+    auto outcome = body();
+    if (!outcome) {
+      (void)run(what, "ROLLBACK");
+      return outcome;
+    }
+    if (auto committed = run(what, "COMMIT"); !committed) {
+      return committed.error();
+    }
+    return outcome;
+  }
+
+  Expected<void>
+  insert(std::string_view what, const Rows& rows) const
+  {
+    if (rows.empty()) {
+      return {};
+    }
+    auto inserted = run(what,
+                        k_insert,
+                        {text_array(rows.log),
+                         bool_array(rows.indexed),
+                         text_array(rows.kind),
+                         text_array(rows.digest),
+                         text_array(rows.product),
+                         text_array(rows.from),
+                         text_array(rows.project),
+                         text_array(rows.build),
+                         text_array(rows.line)});
+    if (!inserted) {
+      return inserted.error();
+    }
+    return {};
+  }
+
+private:
+  PGconn* m_conn;
+  const std::string& m_location;
+  mutable std::string m_last_state;
+};
+
+namespace {
+
+// Creates or migrates the schema; false when reading a database without one.
+Expected<bool>
+ensure_schema(const Session& session, Access access)
+{
+  auto version_of = [&]() -> Expected<int> {
+    auto result = session.run("reading the schema version", "SELECT max(version) FROM fingerprint_schema");
+    if (!result) {
+      if (session.last_state() == k_undefined_table) {
+        return 0;
+      }
+      return result.error();
+    }
+    return PQgetisnull(result->get(), 0, 0) != 0 ? 0 : std::atoi(PQgetvalue(result->get(), 0, 0));
+  };
+  auto version = version_of();
+  if (!version) {
+    return version.error();
+  }
+  if (*version > k_schema_version) {
+    return Error{session.location() + ": the store's schema is version " + std::to_string(*version)
+                 + ", newer than this fingerprint understands (" + std::to_string(k_schema_version)
+                 + "); upgrade fingerprint"};
+  }
+  if (*version == k_schema_version) {
+    return true;
+  }
+  if (*version == 0 && access == Access::read) {
+    return false;
+  }
+  auto migrated = session.transaction("creating the schema", [&]() -> Expected<bool> {
+    if (auto locked = session.run("creating the schema", k_schema_lock); !locked) {
+      return locked.error();
+    }
+    // Another runner may have done it while this one waited for the lock.
+    auto exists = session.run("creating the schema", "SELECT to_regclass('fingerprint_schema') IS NOT NULL");
+    if (!exists) {
+      return exists.error();
+    }
+    int at = 0;
+    if (std::string_view(PQgetvalue(exists->get(), 0, 0)) == "t") {
+      auto now = version_of();
+      if (!now) {
+        return now.error();
+      }
+      at = *now;
+    }
+    for (int step = at; step < k_schema_version; ++step) {
+      if (auto done = session.run("migrating the schema to version " + std::to_string(step + 1),
+                                  k_migrations[step]);
+          !done) {
+        return done.error();
+      }
+    }
+    if (at < k_schema_version) {
+      if (auto set = session.run(
+            "migrating the schema", "UPDATE fingerprint_schema SET version = $1", {std::to_string(k_schema_version)});
+          !set) {
+        return set.error();
+      }
+    }
+    return true;
+  });
+  return migrated;
+}
+
+} // namespace
+
+void
+enable_postgresql()
+{
+  set_database_opener([](const std::string& url, Access access) -> Expected<std::unique_ptr<Store>> {
+    auto store = PostgresStore::open(url, access);
+    if (!store) {
+      return store.error();
+    }
+    return std::unique_ptr<Store>(std::move(*store));
+  });
+}
+
+std::string
+PostgresStore::mask_password(std::string_view url)
+{
+  std::string out(url);
+  const size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = std::min(out.find_first_of("/?", start), out.size());
+    const size_t at = out.rfind('@', end);
+    if (at != std::string::npos && at >= start) {
+      const size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) {
+        out.replace(colon + 1, at - colon - 1, "***");
+      }
+    }
+  }
+  // password=... among the parameters.
+  for (size_t at = out.find("password="); at != std::string::npos; at = out.find("password=", at + 1)) {
+    const size_t begin = at + 9;
+    const size_t end = std::min(out.find('&', begin), out.size());
+    out.replace(begin, end - begin, "***");
+  }
+  return out;
+}
+
+PostgresStore::PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema)
+  : m_location(std::move(location)), m_connection(std::move(connection)), m_has_schema(has_schema)
+{
+}
+
+PostgresStore::~PostgresStore() = default;
+
+Expected<std::unique_ptr<PostgresStore>>
+PostgresStore::open(const std::string& url, Access access)
+{
+  std::string location = mask_password(url);
+  // Defaults first: what the URL says wins (expand_dbname expands it in place).
+  const char* keywords[] = {"connect_timeout", "application_name", "client_encoding", "dbname", nullptr};
+  const char* values[] = {"10", "fingerprint", "UTF8", url.c_str(), nullptr};
+  auto connection = std::make_unique<Connection>();
+  connection->conn = PQconnectdbParams(keywords, values, 1);
+  if (connection->conn == nullptr) {
+    return Error{location + ": cannot connect: out of memory"};
+  }
+  if (PQstatus(connection->conn) != CONNECTION_OK) {
+    return Error{location + ": cannot connect: " + one_line(PQerrorMessage(connection->conn))};
+  }
+  Session session(connection->conn, location);
+  if (auto quiet = session.run("setting up the session", "SET client_min_messages = warning"); !quiet) {
+    return quiet.error();
+  }
+  auto has_schema = ensure_schema(session, access);
+  if (!has_schema) {
+    return has_schema.error();
+  }
+  return std::unique_ptr<PostgresStore>(new PostgresStore(std::move(location), std::move(connection), *has_schema));
+}
+
+const std::string&
+PostgresStore::location() const
+{
+  return m_location;
+}
+
+Expected<void>
+PostgresStore::append(const std::vector<Event>& events, Warnings*) const
+{
+  Rows rows;
+  for (const Event& event : events) {
+    if (auto key = parse_digest_key(event.digest); !key) {
+      return Error{m_location + ": " + key.error().message + "; nothing was recorded"};
+    }
+    auto line = stored_line(event);
+    if (!line) {
+      return Error{m_location + ": " + line.error().message + "; nothing was recorded"};
+    }
+    rows.add(event.digest, event, std::move(*line));
+  }
+  // One statement: every event of the call lands, or none does.
+  return Session(m_connection->conn, m_location).insert("recording", rows);
+}
+
+Expected<void>
+PostgresStore::append_link(const DigestKey& log, const Event& event, Warnings*) const
+{
+  auto line = stored_line(event);
+  if (!line) {
+    return Error{m_location + ": " + line.error().message + "; nothing was recorded"};
+  }
+  Rows rows;
+  rows.add(log.str(), event, std::move(*line));
+  return Session(m_connection->conn, m_location).insert("recording", rows);
+}
+
+Expected<LogContents>
+PostgresStore::read_log(const DigestKey& key) const
+{
+  LogContents contents;
+  if (!m_has_schema) {
+    return contents;
+  }
+  auto result = Session(m_connection->conn, m_location)
+                  .run("reading the log of " + key.str(),
+                       "SELECT id, line FROM fingerprint_events WHERE log = $1 ORDER BY id",
+                       {key.str()});
+  if (!result) {
+    return result.error();
+  }
+  for (int row = 0; row < PQntuples(result->get()); ++row) {
+    parse_row(PQgetvalue(result->get(), row, 0), PQgetvalue(result->get(), row, 1), contents);
+  }
+  return contents;
+}
+
+Expected<std::string>
+PostgresStore::read_raw_log(const DigestKey& key) const
+{
+  std::string text;
+  if (!m_has_schema) {
+    return text;
+  }
+  auto result = Session(m_connection->conn, m_location)
+                  .run("reading the log of " + key.str(),
+                       "SELECT line FROM fingerprint_events WHERE log = $1 ORDER BY id",
+                       {key.str()});
+  if (!result) {
+    return result.error();
+  }
+  for (int row = 0; row < PQntuples(result->get()); ++row) {
+    text += PQgetvalue(result->get(), row, 0);
+    text += '\n';
+  }
+  return text;
+}
+
+Expected<std::vector<BuildRef>>
+PostgresStore::list_builds() const
+{
+  std::vector<BuildRef> builds;
+  if (!m_has_schema) {
+    return builds;
+  }
+  auto result = Session(m_connection->conn, m_location)
+                  .run("listing the builds", "SELECT DISTINCT project, build FROM fingerprint_events WHERE indexed");
+  if (!result) {
+    return result.error();
+  }
+  for (int row = 0; row < PQntuples(result->get()); ++row) {
+    builds.push_back({PQgetvalue(result->get(), row, 0), PQgetvalue(result->get(), row, 1)});
+  }
+  // Byte order, as the directory store sorts (not the database's collation).
+  std::sort(builds.begin(), builds.end(), [](const BuildRef& a, const BuildRef& b) {
+    return std::tie(a.project, a.build) < std::tie(b.project, b.build);
+  });
+  return builds;
+}
+
+Expected<LogContents>
+PostgresStore::read_build(const BuildRef& build) const
+{
+  LogContents contents;
+  if (!m_has_schema) {
+    return contents;
+  }
+  auto result =
+    Session(m_connection->conn, m_location)
+      .run("reading build " + build.build + " of " + build.project,
+           "SELECT id, line FROM fingerprint_events WHERE indexed AND project = $1 AND build = $2 ORDER BY id",
+           {build.project, build.build});
+  if (!result) {
+    return result.error();
+  }
+  for (int row = 0; row < PQntuples(result->get()); ++row) {
+    parse_row(PQgetvalue(result->get(), row, 0), PQgetvalue(result->get(), row, 1), contents);
+  }
+  return contents;
+}
+
+namespace {
+
+// Selects rows under FOR UPDATE, keeps what `drop` does not select, and
+// deletes (or, for a build index, unindexes) the rest, in one transaction.
+Expected<CompactionResult>
+remove_rows(const Session& session,
+            const std::string& what,
+            const char* select,
+            const char* change,
+            const std::vector<std::string>& params,
+            const Store::EventFilter& drop,
+            bool dry_run,
+            bool missing_is_error)
+{
+  return session.transaction(what, [&]() -> Expected<CompactionResult> {
+    auto result = session.run(what, select, params);
+    if (!result) {
+      return result.error();
+    }
+    CompactionResult outcome;
+    std::vector<std::string> ids;
+    for (int row = 0; row < PQntuples(result->get()); ++row) {
+      LogContents one;
+      parse_row(PQgetvalue(result->get(), row, 0), PQgetvalue(result->get(), row, 1), one);
+      if (!one.problems.empty()) {
+        return Error{what + ": row " + std::to_string(one.problems.front().line) + " of fingerprint_events: "
+                     + one.problems.front().message + "; it is left as it is (run: fingerprint fsck --repair)"};
+      }
+      ++outcome.events_before;
+      if (drop(one.events.front())) {
+        ids.emplace_back(PQgetvalue(result->get(), row, 0));
+      }
+    }
+    if (outcome.events_before == 0 && missing_is_error) {
+      return Error{what + ": no such log"};
+    }
+    outcome.events_after = outcome.events_before - ids.size();
+    outcome.removed = outcome.events_after == 0;
+    if (!dry_run && !ids.empty()) {
+      if (auto changed = session.run(what, change, {text_array(ids)}); !changed) {
+        return changed.error();
+      }
+    }
+    return outcome;
+  });
+}
+
+} // namespace
+
+Expected<CompactionResult>
+PostgresStore::remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const
+{
+  if (!m_has_schema) {
+    return Error{m_location + ": the log of " + key.str() + ": no such log"};
+  }
+  return remove_rows(Session(m_connection->conn, m_location),
+                     m_location + ": the log of " + key.str(),
+                     "SELECT id, line FROM fingerprint_events WHERE log = $1 ORDER BY id FOR UPDATE",
+                     "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[])",
+                     {key.str()},
+                     drop,
+                     dry_run,
+                     true);
+}
+
+Expected<CompactionResult>
+PostgresStore::remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const
+{
+  CompactionResult nothing;
+  nothing.removed = true;
+  if (!m_has_schema) {
+    return nothing;
+  }
+  // A row is both in its log and in its build's index: leaving the index
+  // unmarks it. Whatever gc dropped from the logs is already gone, so an
+  // index left with nothing counts as removed, as a removed file does.
+  return remove_rows(Session(m_connection->conn, m_location),
+                     m_location + ": build " + build.build + " of " + build.project,
+                     "SELECT id, line FROM fingerprint_events WHERE indexed AND project = $1 AND build = $2 "
+                     "ORDER BY id FOR UPDATE",
+                     "UPDATE fingerprint_events SET indexed = false WHERE id = ANY($1::bigint[])",
+                     {build.project, build.build},
+                     drop,
+                     dry_run,
+                     false);
+}
+
+Expected<FsckReport>
+PostgresStore::fsck(const FsckOptions& options) const
+{
+  FsckReport report;
+  if (!m_has_schema) {
+    return report;
+  }
+  const Session session(m_connection->conn, m_location);
+  auto result = session.run(
+    "checking the events",
+    "SELECT id, log, indexed, kind, digest, product, from_digest, project, build, line FROM fingerprint_events ORDER BY id");
+  if (!result) {
+    return result.error();
+  }
+  const int rows = PQntuples(result->get());
+  std::set<std::string> logs;
+  std::set<std::pair<std::string, std::string>> indexes;
+  std::vector<std::string> bad_ids;
+  std::vector<std::string> bad_problems;
+  for (int row = 0; row < rows; ++row) {
+    auto cell = [&](int column) { return std::string(PQgetvalue(result->get(), row, column)); };
+    const std::string id = cell(0);
+    const bool indexed = cell(2) == "t";
+    std::string problem;
+    auto event = parse_event(cell(9));
+    if (!event) {
+      problem = event.error().message;
+    } else if (cell(3) != event_kind_name(event->event) || cell(4) != event->digest || cell(5) != event->product
+               || cell(6) != event->from || cell(7) != event->project || cell(8) != event->build) {
+      problem = "the row's columns disagree with its event";
+    } else if (cell(1) != event->digest && !(event->event == EventKind::installed && event->from == cell(1))) {
+      problem = "event for " + event->digest + " in the log of " + cell(1);
+    } else if (indexed && cell(1) != event->digest) {
+      problem = "a link row marked as in its build's index";
+    }
+    if (!problem.empty()) {
+      FsckFinding finding{"fingerprint_events", std::stoul(id), problem, FsckKind::damage, {}};
+      if (options.repair) {
+        finding.repair = "moved to fingerprint_quarantine";
+      }
+      report.findings.push_back(std::move(finding));
+      bad_ids.push_back(id);
+      bad_problems.push_back(problem);
+      continue;
+    }
+    logs.insert(cell(1));
+    report.events += 1;
+    if (indexed) {
+      indexes.emplace(cell(7), cell(8));
+      report.events += 1;
+    }
+    if (options.progress && (row + 1) % 1000 == 0) {
+      options.progress(static_cast<size_t>(row + 1), static_cast<size_t>(rows));
+    }
+  }
+  report.logs = logs.size();
+  report.build_indexes = indexes.size();
+  if (options.repair && !bad_ids.empty()) {
+    auto moved = session.transaction("setting damaged rows aside", [&]() -> Expected<void> {
+      auto copied = session.run("setting damaged rows aside",
+                                "INSERT INTO fingerprint_quarantine (id, log, line, problem) "
+                                "SELECT e.id, e.log, e.line, p.problem FROM fingerprint_events e "
+                                "JOIN unnest($1::bigint[], $2::text[]) AS p(id, problem) ON e.id = p.id",
+                                {text_array(bad_ids), text_array(bad_problems)});
+      if (!copied) {
+        return copied.error();
+      }
+      auto removed = session.run("setting damaged rows aside",
+                                 "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[])",
+                                 {text_array(bad_ids)});
+      if (!removed) {
+        return removed.error();
+      }
+      return {};
+    });
+    if (!moved) {
+      return moved.error();
+    }
+    report.repaired = bad_ids.size();
+    report.quarantine = "fingerprint_quarantine";
+  }
+  if (options.progress) {
+    options.progress(static_cast<size_t>(rows), static_cast<size_t>(rows));
+  }
+  return report;
+}
+
+namespace {
+
+// Every log reachable from `start` through installed copies and (when
+// `follow_consumers`) consumers' products, in one recursive query: the
+// walks then read from memory, in the same order as on the directory store.
+Expected<std::map<std::string, LogContents>>
+reachable_logs(const Session& session, const DigestKey& start, bool follow_consumers)
+{
+  auto result = session.run("following consumers of " + start.str(), R"sql(
+WITH RECURSIVE reach(log) AS (
+    SELECT $1::text
+  UNION
+    SELECT CASE WHEN e.kind = 'consumed' THEN e.product ELSE e.digest END
+    FROM fingerprint_events e JOIN reach r ON e.log = r.log
+    WHERE (e.kind = 'consumed' AND $2::boolean)
+       OR (e.kind = 'installed' AND e.digest <> e.log AND e.from_digest = e.log)
+)
+SELECT e.log, e.id, e.line FROM fingerprint_events e JOIN reach r ON e.log = r.log ORDER BY e.log, e.id)sql",
+                            {start.str(), follow_consumers ? "true" : "false"});
+  if (!result) {
+    return result.error();
+  }
+  std::map<std::string, LogContents> logs;
+  for (int row = 0; row < PQntuples(result->get()); ++row) {
+    parse_row(PQgetvalue(result->get(), row, 1), PQgetvalue(result->get(), row, 2), logs[PQgetvalue(result->get(), row, 0)]);
+  }
+  return logs;
+}
+
+RecordLoader
+loader_of(const std::map<std::string, LogContents>& logs)
+{
+  return [&logs](const DigestKey& key) -> Expected<ArtifactRecord> {
+    auto found = logs.find(key.str());
+    return fold_record(key, found == logs.end() ? LogContents{} : found->second);
+  };
+}
+
+} // namespace
+
+Expected<std::vector<ConsumerHit>>
+PostgresStore::find_consumers(const DigestKey& key, bool transitive, std::vector<LogProblem>& problems) const
+{
+  if (!m_has_schema) {
+    return std::vector<ConsumerHit>{};
+  }
+  auto logs = reachable_logs(Session(m_connection->conn, m_location), key, transitive);
+  if (!logs) {
+    return logs.error();
+  }
+  return walk_consumers(loader_of(*logs), key, transitive, problems);
+}
+
+Expected<std::vector<Event>>
+PostgresStore::find_chain(const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems) const
+{
+  if (!m_has_schema) {
+    return std::vector<Event>{};
+  }
+  auto logs = reachable_logs(Session(m_connection->conn, m_location), from, true);
+  if (!logs) {
+    return logs.error();
+  }
+  return walk_chain(loader_of(*logs), from, to, problems);
+}
+
+Expected<MigrateReport>
+PostgresStore::import_from(const DirectoryStore& source, const std::function<void(size_t, size_t)>& progress) const
+{
+  MigrateReport report;
+  auto keys = source.list_logs();
+  if (!keys) {
+    return keys.error();
+  }
+  // Everything is read, and must read cleanly, before anything is written.
+  std::vector<std::pair<std::string, std::vector<Event>>> logs;
+  std::vector<std::string> unreadable;
+  size_t problems = 0;
+  for (size_t i = 0; i < keys->size(); ++i) {
+    auto contents = source.read_log((*keys)[i]);
+    if (!contents) {
+      return contents.error();
+    }
+    for (const auto& problem : contents->problems) {
+      if (++problems <= 5) {
+        unreadable.push_back(source.root() + "/" + problem.file + ":" + std::to_string(problem.line) + ": "
+                             + problem.message);
+      }
+    }
+    report.events_read += contents->events.size();
+    logs.emplace_back((*keys)[i].str(), std::move(contents->events));
+    if (progress) {
+      progress(i + 1, keys->size() * 2);
+    }
+  }
+  report.logs = logs.size();
+  if (problems > 0) {
+    std::string message;
+    for (const auto& line : unreadable) {
+      message += line + "\n";
+    }
+    return Error{message + std::to_string(problems) + " unreadable line" + (problems == 1 ? "" : "s") + " in "
+                 + source.root() + ": nothing was copied (run: fingerprint --store " + source.root()
+                 + " fsck --repair, then migrate again)"};
+  }
+  const Session session(m_connection->conn, m_location);
+  constexpr size_t k_batch = 500;
+  for (size_t first = 0; first < logs.size(); first += k_batch) {
+    const size_t last = std::min(first + k_batch, logs.size());
+    auto copied = session.transaction("copying events", [&]() -> Expected<std::pair<size_t, size_t>> {
+      if (auto locked = session.run("copying events", k_import_lock); !locked) {
+        return locked.error();
+      }
+      std::vector<std::string> names;
+      for (size_t i = first; i < last; ++i) {
+        names.push_back(logs[i].first);
+      }
+      auto present = session.run(
+        "copying events", "SELECT log, line FROM fingerprint_events WHERE log = ANY($1::text[])", {text_array(names)});
+      if (!present) {
+        return present.error();
+      }
+      // A multiset: the directory may hold an event twice, and so may the
+      // database after it; only what the database lacks is copied.
+      std::unordered_map<std::string, size_t> have;
+      for (int row = 0; row < PQntuples(present->get()); ++row) {
+        have[std::string(PQgetvalue(present->get(), row, 0)) + '\n' + PQgetvalue(present->get(), row, 1)] += 1;
+      }
+      Rows rows;
+      size_t already = 0;
+      for (size_t i = first; i < last; ++i) {
+        for (const Event& event : logs[i].second) {
+          auto line = stored_line(event);
+          if (!line) {
+            return Error{source.root() + ": " + line.error().message};
+          }
+          auto it = have.find(logs[i].first + '\n' + *line);
+          if (it != have.end() && it->second > 0) {
+            --it->second;
+            ++already;
+            continue;
+          }
+          rows.add(logs[i].first, event, std::move(*line));
+        }
+      }
+      if (auto inserted = session.insert("copying events", rows); !inserted) {
+        return inserted.error();
+      }
+      return std::pair{rows.log.size(), already};
+    });
+    if (!copied) {
+      return copied.error();
+    }
+    report.events_copied += copied->first;
+    report.events_present += copied->second;
+    if (progress) {
+      progress(logs.size() + last, logs.size() * 2);
+    }
+  }
+  return report;
+}
+
+} // namespace fingerprint::store

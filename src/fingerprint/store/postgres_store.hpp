@@ -1,0 +1,71 @@
+#pragma once
+
+#include <fingerprint/store/store.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace fingerprint::store {
+
+class DirectoryStore;
+
+// Lets open_store() open postgresql:// URLs (store.hpp).
+void enable_postgresql();
+
+// The schema version this runner creates and migrates to (DESIGN.md
+// section 4b). A database at a newer version is refused.
+inline constexpr int k_schema_version = 1;
+
+// The PostgreSQL store: one row per event and log, through libpq.
+//
+// Each row keeps the event's line exactly as the directory store writes it,
+// beside the columns the queries use (the log it is in, the build, the
+// consumer's product), so both backends read the same events back through
+// the same parser. One connection per process; every call is one statement
+// or one transaction, so a `record` lands whole or not at all.
+class PostgresStore final : public Store
+{
+public:
+  ~PostgresStore() override;
+
+  // Connects (with a connect timeout, 10 s unless the URL sets
+  // connect_timeout) and checks the schema: with Access::write it is
+  // created or migrated to k_schema_version; with Access::read a database
+  // without it reads as an empty store.
+  static Expected<std::unique_ptr<PostgresStore>> open(const std::string& url, Access access);
+
+  // `url` with any password replaced by "***", for messages.
+  static std::string mask_password(std::string_view url);
+
+  const std::string& location() const override;
+  Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const override;
+  Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const override;
+  Expected<LogContents> read_log(const DigestKey& key) const override;
+  Expected<std::string> read_raw_log(const DigestKey& key) const override;
+  Expected<std::vector<BuildRef>> list_builds() const override;
+  Expected<LogContents> read_build(const BuildRef& build) const override;
+  Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const override;
+  Expected<CompactionResult>
+  remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const override;
+  Expected<FsckReport> fsck(const FsckOptions& options) const override;
+  Expected<std::vector<ConsumerHit>>
+  find_consumers(const DigestKey& key, bool transitive, std::vector<LogProblem>& problems) const override;
+  Expected<std::vector<Event>>
+  find_chain(const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems) const override;
+
+  Expected<MigrateReport> import_from(const DirectoryStore& source,
+                                      const std::function<void(size_t, size_t)>& progress) const override;
+
+  struct Connection;
+
+private:
+  PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema);
+
+  std::string m_location;
+  std::unique_ptr<Connection> m_connection;
+  bool m_has_schema = false; // false: reading a database we never wrote to
+};
+
+} // namespace fingerprint::store

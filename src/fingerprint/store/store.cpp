@@ -1,0 +1,50 @@
+#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/store.hpp>
+
+namespace fingerprint::store {
+
+namespace {
+
+DatabaseOpener g_database_opener = nullptr;
+
+} // namespace
+
+void
+set_database_opener(DatabaseOpener opener)
+{
+  g_database_opener = opener;
+}
+
+bool
+is_database_url(std::string_view location)
+{
+  return location.starts_with("postgresql://") || location.starts_with("postgres://");
+}
+
+Expected<std::unique_ptr<Store>>
+open_store(const std::string& location, Access access)
+{
+  if (is_database_url(location)) {
+    if (g_database_opener == nullptr) {
+      // The URL may hold a password: name the scheme only.
+      return Error{location.substr(0, location.find("://") + 3)
+                   + "...: this fingerprint has no PostgreSQL store: install fingerprint-postgresql beside it "
+                     "(it is built with the runner when libpq is found)"};
+    }
+    return g_database_opener(location, access);
+  }
+  auto store =
+    access == Access::write ? DirectoryStore::open_for_writing(location) : DirectoryStore::open_for_reading(location);
+  if (!store) {
+    return store.error();
+  }
+  return std::unique_ptr<Store>(std::make_unique<DirectoryStore>(std::move(*store)));
+}
+
+Expected<MigrateReport>
+Store::import_from(const DirectoryStore&, const std::function<void(size_t, size_t)>&) const
+{
+  return Error{location() + ": only a PostgreSQL store can be migrated into"};
+}
+
+} // namespace fingerprint::store

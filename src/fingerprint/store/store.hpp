@@ -1,0 +1,199 @@
+#pragma once
+
+#include <fingerprint/store/digest_key.hpp>
+#include <fingerprint/store/event.hpp>
+#include <fingerprint/util/expected.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fingerprint::store {
+
+// Something wrong in a log, found while reading it.
+struct LogProblem
+{
+  std::string file; // relative to the store (a database names the row)
+  size_t line = 0;  // 1-based
+  std::string message;
+  // The line is the start of an event cut short: a writer died mid-write
+  // and a later writer began a fresh line after it.
+  bool torn = false;
+};
+
+// The readable events of one log and what could not be read.
+struct LogContents
+{
+  std::vector<Event> events;
+  std::vector<LogProblem> problems;
+  // The log ends in a line without its newline: a writer died mid-write.
+  // Such a line was never acknowledged and is ignored, not reported as a
+  // problem; fsck repairs it.
+  bool torn_tail = false;
+};
+
+struct BuildRef
+{
+  std::string project; // decoded
+  std::string build;   // decoded
+};
+
+struct CompactionResult
+{
+  size_t events_before = 0;
+  size_t events_after = 0;
+  bool removed = false; // nothing was left, and the log went
+};
+
+// What fsck finds. A crash (a killed writer or compaction) leaves only the
+// first two kinds; anything else is damage from outside.
+enum class FsckKind
+{
+  torn_line, // a line cut short by a writer that died mid-write
+  leftover,  // a temporary file of an interrupted compaction or repair
+  damage,    // an unreadable line, a misplaced event, a stray file
+};
+
+std::string_view fsck_kind_name(FsckKind kind);
+
+// One thing fsck found wrong, and what --repair did about it.
+struct FsckFinding
+{
+  std::string file; // relative to the store
+  size_t line = 0;  // 1-based; 0 for the whole file
+  std::string problem;
+  FsckKind kind = FsckKind::damage;
+  std::string repair; // empty when not repaired
+};
+
+struct FsckReport
+{
+  size_t logs = 0;          // artifact logs read
+  size_t build_indexes = 0; // build index files read
+  size_t events = 0;        // readable events in them
+  std::vector<FsckFinding> findings;
+  size_t repaired = 0;        // findings that --repair dealt with
+  size_t events_restored = 0; // events a rebuilt log got back from its counterparts
+  std::string quarantine;     // where this run moved files, relative to the store
+};
+
+struct FsckOptions
+{
+  bool repair = false;
+  // Called as files are checked: (done, total).
+  std::function<void(size_t, size_t)> progress;
+};
+
+struct ConsumerHit
+{
+  Event event;
+  int depth = 1; // 1: consumed the artifact itself; 2: consumed a product of depth 1; ...
+};
+
+// What `migrate` did.
+struct MigrateReport
+{
+  size_t logs = 0;           // artifact logs read from the directory
+  size_t events_read = 0;    // events in them
+  size_t events_copied = 0;  // events written
+  size_t events_present = 0; // already there (a second run copies none)
+};
+
+class DirectoryStore;
+
+// What every backend keeps: each artifact's log (its events, in the order
+// they were appended) and each build's index (the events of that build).
+// The directory store (directory_store.hpp) keeps them as JSON Lines files;
+// the PostgreSQL store (postgres_store.hpp) as rows. The subcommands see only
+// this interface, so they answer alike on both.
+class Store
+{
+public:
+  virtual ~Store() = default;
+
+  // Where the store is, for messages: a directory, or a database URL with
+  // its password masked.
+  virtual const std::string& location() const = 0;
+
+  // Warnings about a log's health met while appending (a torn or
+  // unreadable last line): the append went ahead regardless.
+  using Warnings = std::vector<std::string>;
+
+  // Appends each event to its artifact's log and to its build's index; all
+  // or, on error, as little as the backend allows (a database: nothing).
+  virtual Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const = 0;
+
+  // Appends `event` to the log of another artifact, `log` (not to a build
+  // index): an installed copy's event also goes to the log of the
+  // build-tree file it came from, so either can be found from the other.
+  virtual Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const = 0;
+
+  // Everything readable in one artifact's log; a log that does not exist
+  // reads as empty.
+  virtual Expected<LogContents> read_log(const DigestKey& key) const = 0;
+
+  // One artifact's log as the directory store writes it (one JSON line per
+  // event), for byte-level checks; empty when absent.
+  virtual Expected<std::string> read_raw_log(const DigestKey& key) const = 0;
+
+  // The builds in the build index, sorted by project and build id.
+  virtual Expected<std::vector<BuildRef>> list_builds() const = 0;
+  virtual Expected<LogContents> read_build(const BuildRef& build) const = 0;
+
+  // Removes the events `drop` selects from an artifact's log (or from a
+  // build's index); a log left with no events is removed. With `dry_run`,
+  // only counts. Refuses a log with unreadable lines.
+  using EventFilter = std::function<bool(const Event&)>;
+  virtual Expected<CompactionResult>
+  remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const = 0;
+  virtual Expected<CompactionResult>
+  remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const = 0;
+
+  // Checks the whole store; with `repair`, sets damaged data aside (never
+  // deleting it) and rebuilds what can be rebuilt.
+  virtual Expected<FsckReport> fsck(const FsckOptions& options) const = 0;
+
+  // Who consumed `key` or an installed copy of it; with `transitive`, also
+  // who consumed their products, breadth first, each product expanded once
+  // (so cycles end). Problems met in any log are appended to `problems`.
+  // The default reads one log at a time; a database answers in one query.
+  virtual Expected<std::vector<ConsumerHit>>
+  find_consumers(const DigestKey& key, bool transitive, std::vector<LogProblem>& problems) const;
+
+  // The shortest chain of events that leads from artifact `from` to artifact
+  // `to`: each step is a `consumed` event (its product is the next artifact)
+  // or an `installed` one (an installed copy of the artifact). Empty when
+  // `to` does not depend on `from`; `from == to` is a chain of no steps.
+  virtual Expected<std::vector<Event>>
+  find_chain(const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems) const;
+
+  // Copies every artifact log of `source` in, idempotently: events already
+  // here (as many times as the directory has them) are not copied again.
+  // Refuses, before writing anything, a directory store with unreadable
+  // lines. Only a database takes imports; the default refuses.
+  virtual Expected<MigrateReport> import_from(const DirectoryStore& source,
+                                              const std::function<void(size_t, size_t)>& progress) const;
+};
+
+enum class Access
+{
+  read,  // a store that does not exist yet reads as empty
+  write, // created (a database: its tables) when missing
+};
+
+// "postgresql://..." or "postgres://...": a database, not a directory.
+bool is_database_url(std::string_view location);
+
+// The store at `location`: a PostgreSQL URL or a directory.
+Expected<std::unique_ptr<Store>> open_store(const std::string& location, Access access);
+
+// What opens a database URL. The library alone opens directories only, so
+// that the statically linked runner does not carry libpq;
+// store::enable_postgresql() (postgres_store.hpp) registers the PostgreSQL
+// store.
+using DatabaseOpener = Expected<std::unique_ptr<Store>> (*)(const std::string& url, Access access);
+void set_database_opener(DatabaseOpener opener);
+
+} // namespace fingerprint::store
