@@ -32,7 +32,10 @@ on the link line. ``install()`` ed copies are recorded at install time as
 Cache variables:
 
 ``FINGERPRINT_DIR``
-  The store. Empty (the default): the runner's own default,
+  The store: a directory, or a PostgreSQL URL such as
+  ``postgresql://fingerprint@db.example:5432/fingerprint`` (keep passwords
+  in ``~/.pgpass`` or ``PGPASSWORD``, not in the URL: hooks' command lines
+  are in ``build.ninja``). Empty (the default): the runner's own default,
   ``$FINGERPRINT_DIR`` at build time or ``${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint``.
 
 ``FINGERPRINT_AUTO``
@@ -91,7 +94,8 @@ number that advances once per ``ninja`` (or ``make``) invocation.
 
 include_guard(GLOBAL)
 
-set(FINGERPRINT_DIR "" CACHE PATH "The fingerprint store (empty: the runner's default)")
+# STRING, not PATH: CMake would turn a postgresql:// URL into a path.
+set(FINGERPRINT_DIR "" CACHE STRING "The fingerprint store: a directory or postgresql:// URL (empty: the runner's default)")
 option(FINGERPRINT_AUTO "Fingerprint every executable and library target" ON)
 option(FINGERPRINT_REQUIRED "Fail the build when a target cannot be fingerprinted" OFF)
 set(FINGERPRINT_ALGORITHM "sha256" CACHE STRING "Digest algorithm of the fingerprints")

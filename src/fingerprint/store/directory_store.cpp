@@ -448,9 +448,12 @@ DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) con
                             + " bytes encoded, at most " + std::to_string(NAME_MAX) + ")");
       }
     }
-    const std::string line = serialize(event);
-    add(key->log_path(), line);
-    add("builds/" + project + "/" + build, line);
+    auto line = serialize_for_storing(event);
+    if (!line) {
+      return make_error(m_root, line.error().message + "; nothing was recorded");
+    }
+    add(key->log_path(), *line);
+    add("builds/" + project + "/" + build, *line);
   }
   for (const auto& [path, text] : batches) {
     if (auto ok = append_line(path, text, warnings); !ok) {
@@ -466,7 +469,11 @@ DirectoryStore::append_link(const DigestKey& log, const Event& event, Warnings* 
   if (!m_root_fd) {
     return make_error(m_root, "store not opened for writing");
   }
-  return append_line(log.log_path(), serialize(event), warnings);
+  auto line = serialize_for_storing(event);
+  if (!line) {
+    return make_error(m_root, line.error().message + "; nothing was recorded");
+  }
+  return append_line(log.log_path(), *line, warnings);
 }
 
 Expected<std::string>

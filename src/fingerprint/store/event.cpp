@@ -478,4 +478,14 @@ parse_event(std::string_view line)
   return validate(std::move(event), kind, sax.seen(f_product), sax.seen(f_from));
 }
 
+Expected<std::string>
+serialize_for_storing(const Event& event)
+{
+  std::string line = serialize(event);
+  if (auto parsed = parse_event(line); !parsed) {
+    return Error{"event for " + event.digest + " (" + event.path + "): " + parsed.error().message};
+  }
+  return line;
+}
+
 } // namespace fingerprint::store

@@ -47,6 +47,12 @@ struct Event
 // the offending bytes replaced by U+FFFD (JSON cannot carry raw bytes).
 std::string serialize(const Event& event);
 
+// The line to store for a new event: serialize(event), refused when it
+// would not read back (a relative path, an invalid digest, a missing
+// product...), so that no store ever holds a line it cannot read. The error
+// names the event's artifact and path.
+Expected<std::string> serialize_for_storing(const Event& event);
+
 // Parses one line (without its newline) straight into an Event (SAX, no DOM).
 // Refuses nesting, unknown event kinds, invalid digests, missing fields and
 // formats newer than k_event_version; the error says which.

@@ -40,7 +40,8 @@ INSERT INTO fingerprint_schema VALUES (0);
 CREATE TABLE fingerprint_events (
   id bigserial PRIMARY KEY,
   log text NOT NULL,          -- the artifact whose log holds the event: "sha256:<hex>"
-  indexed boolean NOT NULL,   -- also in its build's index (false: an installed copy's link)
+  logged boolean NOT NULL,    -- in that log (gc removes from logs first, indexes last)
+  indexed boolean NOT NULL,   -- in its build's index (never for an installed copy's link)
   kind text NOT NULL,         -- produced | consumed | installed
   digest text NOT NULL,       -- the event's artifact
   product text NOT NULL,      -- consumed: what the consumer produced; else ''
@@ -50,7 +51,7 @@ CREATE TABLE fingerprint_events (
   line text NOT NULL          -- the event as the directory store writes it
 );
 -- Who produced or consumed an artifact (the reverse query): one range of this index.
-CREATE INDEX fingerprint_events_by_log ON fingerprint_events (log, id);
+CREATE INDEX fingerprint_events_by_log ON fingerprint_events (log, id) WHERE logged;
 -- What one build (the consumer) recorded: builds, build show, export, gc.
 CREATE INDEX fingerprint_events_by_build ON fingerprint_events (project, build, id) WHERE indexed;
 -- Rows fsck --repair set aside: never deleted.
@@ -125,6 +126,8 @@ struct Rows
   std::vector<std::string> log, kind, digest, product, from, project, build, line;
   std::vector<bool> indexed;
 
+  // `event` as it reads back from `text` (so a name that is not UTF-8 is
+  // stored as the line has it, with U+FFFD).
   void
   add(const std::string& log_key, const Event& event, std::string text)
   {
@@ -146,9 +149,31 @@ struct Rows
 };
 
 constexpr const char* k_insert = R"sql(
-INSERT INTO fingerprint_events (log, indexed, kind, digest, product, from_digest, project, build, line)
-SELECT * FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::text[], $8::text[], $9::text[]))sql";
+INSERT INTO fingerprint_events (log, logged, indexed, kind, digest, product, from_digest, project, build, line)
+SELECT log, true, indexed, kind, digest, product, from_digest, project, build, line
+FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+            $9::text[]) AS r(log, indexed, kind, digest, product, from_digest, project, build, line))sql";
+
+// The line of a new event and the event as it reads back from it; the
+// database's text columns take no NUL byte.
+Expected<std::pair<std::string, Event>>
+row_for(const Event& event)
+{
+  auto line = serialize_for_storing(event);
+  if (!line) {
+    return line.error();
+  }
+  auto stored = parse_event(*line);
+  if (!stored) {
+    return stored.error();
+  }
+  for (const std::string* text : {&stored->project, &stored->build, &stored->path, &stored->build_dir}) {
+    if (text->find('\0') != std::string::npos) {
+      return Error{"event for " + event.digest + ": a NUL byte in a name cannot be stored in PostgreSQL"};
+    }
+  }
+  return std::pair{std::move(*line), std::move(*stored)};
+}
 
 // The events of some logs, parsed as the directory store parses its lines.
 void
@@ -160,17 +185,6 @@ parse_row(const char* id, const char* line, LogContents& into)
     return;
   }
   into.events.push_back(std::move(*event));
-}
-
-// An event as stored: serialized, and read back to make sure it reads.
-Expected<std::string>
-stored_line(const Event& event)
-{
-  std::string line = serialize(event);
-  if (auto parsed = parse_event(line); !parsed) {
-    return Error{"event for " + event.digest + " (" + event.path + "): " + parsed.error().message};
-  }
-  return line;
 }
 
 } // namespace
@@ -424,16 +438,16 @@ PostgresStore::location() const
 Expected<void>
 PostgresStore::append(const std::vector<Event>& events, Warnings*) const
 {
+  if (!m_has_schema) {
+    return Error{m_location + ": store not opened for writing"};
+  }
   Rows rows;
   for (const Event& event : events) {
-    if (auto key = parse_digest_key(event.digest); !key) {
-      return Error{m_location + ": " + key.error().message + "; nothing was recorded"};
+    auto row = row_for(event);
+    if (!row) {
+      return Error{m_location + ": " + row.error().message + "; nothing was recorded"};
     }
-    auto line = stored_line(event);
-    if (!line) {
-      return Error{m_location + ": " + line.error().message + "; nothing was recorded"};
-    }
-    rows.add(event.digest, event, std::move(*line));
+    rows.add(row->second.digest, row->second, std::move(row->first));
   }
   // One statement: every event of the call lands, or none does.
   return Session(m_connection->conn, m_location).insert("recording", rows);
@@ -442,12 +456,15 @@ PostgresStore::append(const std::vector<Event>& events, Warnings*) const
 Expected<void>
 PostgresStore::append_link(const DigestKey& log, const Event& event, Warnings*) const
 {
-  auto line = stored_line(event);
-  if (!line) {
-    return Error{m_location + ": " + line.error().message + "; nothing was recorded"};
+  if (!m_has_schema) {
+    return Error{m_location + ": store not opened for writing"};
+  }
+  auto row = row_for(event);
+  if (!row) {
+    return Error{m_location + ": " + row.error().message + "; nothing was recorded"};
   }
   Rows rows;
-  rows.add(log.str(), event, std::move(*line));
+  rows.add(log.str(), row->second, std::move(row->first));
   return Session(m_connection->conn, m_location).insert("recording", rows);
 }
 
@@ -460,7 +477,7 @@ PostgresStore::read_log(const DigestKey& key) const
   }
   auto result = Session(m_connection->conn, m_location)
                   .run("reading the log of " + key.str(),
-                       "SELECT id, line FROM fingerprint_events WHERE log = $1 ORDER BY id",
+                       "SELECT id, line FROM fingerprint_events WHERE log = $1 AND logged ORDER BY id",
                        {key.str()});
   if (!result) {
     return result.error();
@@ -480,7 +497,7 @@ PostgresStore::read_raw_log(const DigestKey& key) const
   }
   auto result = Session(m_connection->conn, m_location)
                   .run("reading the log of " + key.str(),
-                       "SELECT line FROM fingerprint_events WHERE log = $1 ORDER BY id",
+                       "SELECT line FROM fingerprint_events WHERE log = $1 AND logged ORDER BY id",
                        {key.str()});
   if (!result) {
     return result.error();
@@ -537,17 +554,18 @@ PostgresStore::read_build(const BuildRef& build) const
 
 namespace {
 
-// Selects rows under FOR UPDATE, keeps what `drop` does not select, and
-// deletes (or, for a build index, unindexes) the rest, in one transaction.
+// Selects rows under FOR UPDATE and takes those `drop` selects out of the
+// log or index (`leave`), in one transaction. A row is in its log and in its
+// build's index, as a directory store's line is in both files: gc removes
+// it from the log first and from the index last, as it does files.
 Expected<CompactionResult>
 remove_rows(const Session& session,
             const std::string& what,
             const char* select,
-            const char* change,
+            const char* leave,
             const std::vector<std::string>& params,
             const Store::EventFilter& drop,
-            bool dry_run,
-            bool missing_is_error)
+            bool dry_run)
 {
   return session.transaction(what, [&]() -> Expected<CompactionResult> {
     auto result = session.run(what, select, params);
@@ -568,14 +586,21 @@ remove_rows(const Session& session,
         ids.emplace_back(PQgetvalue(result->get(), row, 0));
       }
     }
-    if (outcome.events_before == 0 && missing_is_error) {
+    if (outcome.events_before == 0) {
       return Error{what + ": no such log"};
     }
     outcome.events_after = outcome.events_before - ids.size();
     outcome.removed = outcome.events_after == 0;
     if (!dry_run && !ids.empty()) {
-      if (auto changed = session.run(what, change, {text_array(ids)}); !changed) {
-        return changed.error();
+      // Out of this log or index; a row in neither holds nothing any more.
+      if (auto left = session.run(what, leave, {text_array(ids)}); !left) {
+        return left.error();
+      }
+      if (auto gone = session.run(
+            what, "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[]) AND NOT logged AND NOT indexed",
+            {text_array(ids)});
+          !gone) {
+        return gone.error();
       }
     }
     return outcome;
@@ -592,25 +617,19 @@ PostgresStore::remove_events(const DigestKey& key, const EventFilter& drop, bool
   }
   return remove_rows(Session(m_connection->conn, m_location),
                      m_location + ": the log of " + key.str(),
-                     "SELECT id, line FROM fingerprint_events WHERE log = $1 ORDER BY id FOR UPDATE",
-                     "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[])",
+                     "SELECT id, line FROM fingerprint_events WHERE log = $1 AND logged ORDER BY id FOR UPDATE",
+                     "UPDATE fingerprint_events SET logged = false WHERE id = ANY($1::bigint[])",
                      {key.str()},
                      drop,
-                     dry_run,
-                     true);
+                     dry_run);
 }
 
 Expected<CompactionResult>
 PostgresStore::remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const
 {
-  CompactionResult nothing;
-  nothing.removed = true;
   if (!m_has_schema) {
-    return nothing;
+    return Error{m_location + ": build " + build.build + " of " + build.project + ": no such log"};
   }
-  // A row is both in its log and in its build's index: leaving the index
-  // unmarks it. Whatever gc dropped from the logs is already gone, so an
-  // index left with nothing counts as removed, as a removed file does.
   return remove_rows(Session(m_connection->conn, m_location),
                      m_location + ": build " + build.build + " of " + build.project,
                      "SELECT id, line FROM fingerprint_events WHERE indexed AND project = $1 AND build = $2 "
@@ -618,8 +637,7 @@ PostgresStore::remove_build_events(const BuildRef& build, const EventFilter& dro
                      "UPDATE fingerprint_events SET indexed = false WHERE id = ANY($1::bigint[])",
                      {build.project, build.build},
                      drop,
-                     dry_run,
-                     false);
+                     dry_run);
 }
 
 Expected<FsckReport>
@@ -632,7 +650,8 @@ PostgresStore::fsck(const FsckOptions& options) const
   const Session session(m_connection->conn, m_location);
   auto result = session.run(
     "checking the events",
-    "SELECT id, log, indexed, kind, digest, product, from_digest, project, build, line FROM fingerprint_events ORDER BY id");
+    "SELECT id, log, indexed, kind, digest, product, from_digest, project, build, line, logged FROM fingerprint_events "
+    "ORDER BY id");
   if (!result) {
     return result.error();
   }
@@ -667,8 +686,10 @@ PostgresStore::fsck(const FsckOptions& options) const
       bad_problems.push_back(problem);
       continue;
     }
-    logs.insert(cell(1));
-    report.events += 1;
+    if (cell(10) == "t") {
+      logs.insert(cell(1));
+      report.events += 1;
+    }
     if (indexed) {
       indexes.emplace(cell(7), cell(8));
       report.events += 1;
@@ -722,11 +743,12 @@ WITH RECURSIVE reach(log) AS (
     SELECT $1::text
   UNION
     SELECT CASE WHEN e.kind = 'consumed' THEN e.product ELSE e.digest END
-    FROM fingerprint_events e JOIN reach r ON e.log = r.log
+    FROM fingerprint_events e JOIN reach r ON e.log = r.log AND e.logged
     WHERE (e.kind = 'consumed' AND $2::boolean)
        OR (e.kind = 'installed' AND e.digest <> e.log AND e.from_digest = e.log)
 )
-SELECT e.log, e.id, e.line FROM fingerprint_events e JOIN reach r ON e.log = r.log ORDER BY e.log, e.id)sql",
+SELECT e.log, e.id, e.line FROM fingerprint_events e JOIN reach r ON e.log = r.log AND e.logged
+ORDER BY e.log, e.id)sql",
                             {start.str(), follow_consumers ? "true" : "false"});
   if (!result) {
     return result.error();
@@ -784,7 +806,7 @@ PostgresStore::import_from(const DirectoryStore& source, const std::function<voi
     return keys.error();
   }
   // Everything is read, and must read cleanly, before anything is written.
-  std::vector<std::pair<std::string, std::vector<Event>>> logs;
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, Event>>>> logs;
   std::vector<std::string> unreadable;
   size_t problems = 0;
   for (size_t i = 0; i < keys->size(); ++i) {
@@ -799,7 +821,15 @@ PostgresStore::import_from(const DirectoryStore& source, const std::function<voi
       }
     }
     report.events_read += contents->events.size();
-    logs.emplace_back((*keys)[i].str(), std::move(contents->events));
+    auto& rows = logs.emplace_back((*keys)[i].str(), std::vector<std::pair<std::string, Event>>{}).second;
+    for (const Event& event : contents->events) {
+      auto row = row_for(event);
+      if (!row) {
+        return Error{source.root() + "/" + (*keys)[i].log_path() + ": " + row.error().message
+                     + ": nothing was copied"};
+      }
+      rows.push_back(std::move(*row));
+    }
     if (progress) {
       progress(i + 1, keys->size() * 2);
     }
@@ -827,7 +857,7 @@ PostgresStore::import_from(const DirectoryStore& source, const std::function<voi
         names.push_back(logs[i].first);
       }
       auto present = session.run(
-        "copying events", "SELECT log, line FROM fingerprint_events WHERE log = ANY($1::text[])", {text_array(names)});
+        "copying events", "SELECT log, line FROM fingerprint_events WHERE log = ANY($1::text[]) AND logged", {text_array(names)});
       if (!present) {
         return present.error();
       }
@@ -840,18 +870,14 @@ PostgresStore::import_from(const DirectoryStore& source, const std::function<voi
       Rows rows;
       size_t already = 0;
       for (size_t i = first; i < last; ++i) {
-        for (const Event& event : logs[i].second) {
-          auto line = stored_line(event);
-          if (!line) {
-            return Error{source.root() + ": " + line.error().message};
-          }
-          auto it = have.find(logs[i].first + '\n' + *line);
+        for (auto& [line, event] : logs[i].second) {
+          auto it = have.find(logs[i].first + '\n' + line);
           if (it != have.end() && it->second > 0) {
             --it->second;
             ++already;
             continue;
           }
-          rows.add(logs[i].first, event, std::move(*line));
+          rows.add(logs[i].first, event, std::move(line));
         }
       }
       if (auto inserted = session.insert("copying events", rows); !inserted) {

@@ -281,10 +281,10 @@ TEST(Record, TransitiveConsumersFollowProductsOnceEach)
                             event(EventKind::consumed, 'a', "tool", "1", 'c'),
                             event(EventKind::consumed, 'c', "weird", "1", 'a')}));
   std::vector<LogProblem> problems;
-  auto direct = find_consumers(store, key_of('a'), false, problems);
+  auto direct = store.find_consumers(key_of('a'), false, problems);
   ASSERT_TRUE(direct);
   EXPECT_EQ(direct->size(), 2u);
-  auto all = find_consumers(store, key_of('a'), true, problems);
+  auto all = store.find_consumers(key_of('a'), true, problems);
   ASSERT_TRUE(all);
   ASSERT_EQ(all->size(), 4u);
   EXPECT_EQ((*all)[0].depth, 1);
