@@ -103,6 +103,22 @@ resolve_artifact(const std::string& argument, digest::Algorithm algorithm)
   return store::DigestKey{algorithm, std::move(file->hex)};
 }
 
+std::optional<store::ArtifactRecord>
+load_artifact(const store::Store& store, const std::string& argument, digest::Algorithm algorithm, Context& context)
+{
+  auto key = resolve_artifact(argument, algorithm);
+  if (!key) {
+    print_error(context, key.error().message);
+    return std::nullopt;
+  }
+  auto record = store::load_record(store, *key);
+  if (!record) {
+    print_error(context, record.error().message);
+    return std::nullopt;
+  }
+  return std::move(*record);
+}
+
 nlohmann::ordered_json
 event_json(const store::Event& event)
 {

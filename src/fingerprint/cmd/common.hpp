@@ -9,6 +9,7 @@
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/record.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fs.hpp>
 
@@ -46,6 +47,12 @@ Expected<digest::Algorithm> algorithm_option(const Args& args);
 // A FILE|DIGEST argument: a digest is validated and never looked up on disk;
 // a file is digested with `algorithm`.
 Expected<store::DigestKey> resolve_artifact(const std::string& argument, digest::Algorithm algorithm);
+
+// The record of a FILE|DIGEST argument, resolved and loaded. On failure,
+// prints why and returns nothing (the command exits 1). Problems met in the
+// log are in the record, for the caller to report.
+std::optional<store::ArtifactRecord>
+load_artifact(const store::Store& store, const std::string& argument, digest::Algorithm algorithm, Context& context);
 
 using util::absolute_path;
 using util::base_name;

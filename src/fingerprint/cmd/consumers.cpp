@@ -50,24 +50,19 @@ run(const Args& args, Context& context)
     return status;
   }
   const std::string& argument = args.positional().front();
-  auto key = resolve_artifact(argument, *algorithm);
-  if (!key) {
-    print_error(context, key.error().message);
-    return k_exit_failure;
-  }
-  auto record = store::load_record(*store, *key);
+  auto record = load_artifact(*store, argument, *algorithm, context);
   if (!record) {
-    print_error(context, record.error().message);
     return k_exit_failure;
   }
+  const store::DigestKey& key = record->key;
   if (!record->recorded()) {
     report_problems(context, store->location(), record->problems);
-    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->location());
+    print_error(context, argument + ": not recorded (" + key.str() + ") in the store " + store->location());
     return k_exit_failure;
   }
   const bool transitive = args.flag("transitive");
   std::vector<store::LogProblem> problems;
-  auto hits = store->find_consumers(*key, transitive, problems);
+  auto hits = store->find_consumers(key, transitive, problems);
   if (!hits) {
     print_error(context, hits.error().message);
     return k_exit_failure;
@@ -87,7 +82,7 @@ run(const Args& args, Context& context)
     return k_exit_ok;
   }
   if (hits->empty()) {
-    write_out(context, "no consumers recorded for " + key->str() + "\n");
+    write_out(context, "no consumers recorded for " + key.str() + "\n");
     return k_exit_ok;
   }
   std::map<std::string, std::string> names;

@@ -129,14 +129,8 @@ run(const Args& args, Context& context)
     ref = {*project, *build};
   } else {
     const std::string& argument = args.positional().front();
-    auto key = resolve_artifact(argument, *algorithm);
-    if (!key) {
-      print_error(context, key.error().message);
-      return k_exit_failure;
-    }
-    auto record = store::load_record(*store, *key);
+    auto record = load_artifact(*store, argument, *algorithm, context);
     if (!record) {
-      print_error(context, record.error().message);
       return k_exit_failure;
     }
     report_problems(context, store->location(), record->problems);
@@ -147,7 +141,7 @@ run(const Args& args, Context& context)
       }
     }
     if (newest == nullptr) {
-      print_error(context, argument + ": no build produced it (" + key->str() + ") in the store " + store->location());
+      print_error(context, argument + ": no build produced it (" + record->key.str() + ") in the store " + store->location());
       return k_exit_failure;
     }
     ref = {newest->project, newest->build};

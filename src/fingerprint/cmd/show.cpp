@@ -92,19 +92,14 @@ run(const Args& args, Context& context)
     return status;
   }
   const std::string& argument = args.positional().front();
-  auto key = resolve_artifact(argument, *algorithm);
-  if (!key) {
-    print_error(context, key.error().message);
-    return k_exit_failure;
-  }
-  auto record = store::load_record(*store, *key);
+  auto record = load_artifact(*store, argument, *algorithm, context);
   if (!record) {
-    print_error(context, record.error().message);
     return k_exit_failure;
   }
+  const store::DigestKey& key = record->key;
   report_problems(context, store->location(), record->problems);
   if (!record->recorded()) {
-    print_error(context, argument + ": not recorded (" + key->str() + ") in the store " + store->location());
+    print_error(context, argument + ": not recorded (" + key.str() + ") in the store " + store->location());
     return k_exit_failure;
   }
   write_out(context, args.flag("json") ? dump_json(json(*record)) : human(*record));

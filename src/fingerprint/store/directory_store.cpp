@@ -244,6 +244,90 @@ ensure_format_file(int root_fd, const std::string& root)
   return make_error(path, "could not be created");
 }
 
+Expected<void>
+replace_locked(int root_fd,
+               const std::string& relative,
+               const std::string& display,
+               std::string_view tag,
+               bool take_lock,
+               const Decide& decide)
+{
+  const auto [dir, name_view] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(root_fd, dir, false);
+  if (!dir_fd) {
+    return make_error(display, dir_fd.error().message);
+  }
+  if (!dir_fd->valid()) {
+    return make_error(display, "no such log");
+  }
+  const std::string name(name_view);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    // Read-write: on NFS flock() is emulated with byte-range locks, and an
+    // exclusive one needs a descriptor open for writing.
+    Fd fd(::openat(dir_fd->get(), name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) {
+      return make_error(display, errno == ENOENT ? "no such log" : util::errno_text(errno));
+    }
+    if (take_lock && !lock(fd.get(), LOCK_EX)) {
+      return make_error(display, "cannot lock: " + util::errno_text(errno));
+    }
+    if (!still_linked(dir_fd->get(), name, fd.get())) {
+      continue; // another rewrite got there first
+    }
+    auto text = util::read_all(fd.get());
+    if (!text) {
+      return make_error(display, text.error().message);
+    }
+    auto decided = decide(LockedLog{dir_fd->get(), name, fd.get(), *text});
+    if (!decided) {
+      return decided.error();
+    }
+    if (decided->action == Replacement::Action::keep) {
+      return {};
+    }
+    if (!take_lock) {
+      return make_error(display, "not rewritten without its lock");
+    }
+    if (decided->action == Replacement::Action::remove) {
+      // Under the lock: an appender waiting for it finds the name gone and
+      // starts a new log, so nothing appended meanwhile is lost.
+      if (::unlinkat(dir_fd->get(), name.c_str(), 0) != 0) {
+        return make_error(display, "cannot remove: " + util::errno_text(errno));
+      }
+      if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
+        return make_error(display, synced.error().message);
+      }
+      return {};
+    }
+    const std::string temp = name + "." + std::string(tag) + "." + std::to_string(::getpid());
+    Fd out(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!out) {
+      return make_error(display, "cannot create a temporary file: " + util::errno_text(errno));
+    }
+    // Another user's rewrite must not close a shared log to the group.
+    if (auto access = util::copy_access(fd.get(), out.get()); !access) {
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(display, "cannot give the rewritten log the old one's mode: " + access.error().message);
+    }
+    auto written = util::write_all(out.get(), decided->text);
+    if (!written || ::fsync(out.get()) != 0) {
+      const std::string why = written ? util::errno_text(errno) : written.error().message;
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(display, "cannot write the rewritten log: " + why);
+    }
+    if (::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), name.c_str()) != 0) {
+      const std::string why = util::errno_text(errno);
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(display, "cannot replace the log: " + why);
+    }
+    if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
+      return make_error(display, synced.error().message);
+    }
+    return {}; // the lock on the old inode goes with `fd`
+  }
+  return make_error(display, "log kept being replaced while rewriting it");
+}
+
 } // namespace detail
 
 using namespace detail;
@@ -653,90 +737,44 @@ DirectoryStore::rewrite(const std::string& relative, const Rewriter& transform, 
   if (!m_root_fd) {
     return make_error(full, "no such log");
   }
-  const auto [dir, name] = util::split_last(relative);
-  auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, false);
-  if (!dir_fd) {
-    return make_error(full, dir_fd.error().message);
-  }
-  if (!dir_fd->valid()) {
-    return make_error(full, "no such log");
-  }
-  const std::string file_name(name);
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    // Read-write: on NFS flock() is emulated with byte-range locks, and an
-    // exclusive one needs a descriptor open for writing.
-    Fd fd(::openat(dir_fd->get(), file_name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-    if (!fd) {
-      return make_error(full, errno == ENOENT ? "no such log" : util::errno_text(errno));
-    }
-    if (!options.dry_run && !lock(fd.get(), LOCK_EX)) {
-      return make_error(full, "cannot lock: " + util::errno_text(errno));
-    }
-    if (!still_linked(dir_fd->get(), file_name, fd.get())) {
-      continue; // another rewrite got there first
-    }
-    auto text = util::read_all(fd.get());
-    if (!text) {
-      return make_error(full, text.error().message);
-    }
-    LogContents contents;
-    parse_lines(*text, relative, contents);
-    if (!contents.problems.empty() || contents.torn_tail) {
-      return make_error(
-        full,
-        "has unreadable lines; rewriting would drop them, so it is left as it is (run: fingerprint fsck --repair)");
-    }
-    CompactionResult result;
-    result.events_before = contents.events.size();
-    const std::vector<Event> kept = transform(contents.events);
-    result.events_after = kept.size();
-    result.removed = kept.empty() && options.remove_if_empty;
-    if (options.dry_run || (result.events_after == result.events_before && !options.rewrite_always)) {
-      return result;
-    }
-    if (result.removed) {
-      // Under the lock: an appender waiting for it finds the name gone and
-      // starts a new log, so nothing appended meanwhile is lost.
-      if (::unlinkat(dir_fd->get(), file_name.c_str(), 0) != 0) {
-        return make_error(full, "cannot remove: " + util::errno_text(errno));
+  CompactionResult result;
+  auto done = detail::replace_locked(
+    m_root_fd.get(),
+    relative,
+    full,
+    "compact",
+    !options.dry_run,
+    [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+      LogContents contents;
+      parse_lines(log.text, relative, contents);
+      if (!contents.problems.empty() || contents.torn_tail) {
+        return make_error(
+          full,
+          "has unreadable lines; rewriting would drop them, so it is left as it is (run: fingerprint fsck --repair)");
       }
-      if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
-        return make_error(full, synced.error().message);
+      result.events_before = contents.events.size();
+      const std::vector<Event> kept = transform(contents.events);
+      result.events_after = kept.size();
+      result.removed = kept.empty() && options.remove_if_empty;
+      detail::Replacement replacement;
+      if (options.dry_run || (result.events_after == result.events_before && !options.rewrite_always)) {
+        return replacement;
       }
-      return result;
-    }
-    std::string rewritten;
-    for (const Event& event : kept) {
-      rewritten += serialize(event);
-      rewritten += '\n';
-    }
-    const std::string temp = file_name + ".compact." + std::to_string(::getpid());
-    Fd out(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
-    if (!out) {
-      return make_error(full, "cannot create a temporary file: " + util::errno_text(errno));
-    }
-    // Another user's rewrite must not close a shared log to the group.
-    if (auto access = util::copy_access(fd.get(), out.get()); !access) {
-      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(full, "cannot give the rewritten log the old one's mode: " + access.error().message);
-    }
-    auto written = util::write_all(out.get(), rewritten);
-    if (!written || ::fsync(out.get()) != 0) {
-      const std::string why = written ? util::errno_text(errno) : written.error().message;
-      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(full, "cannot write the rewritten log: " + why);
-    }
-    if (::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), file_name.c_str()) != 0) {
-      const std::string why = util::errno_text(errno);
-      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(full, "cannot replace the log: " + why);
-    }
-    if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
-      return make_error(full, synced.error().message);
-    }
-    return result; // the lock on the old inode goes with `fd`
+      if (result.removed) {
+        replacement.action = detail::Replacement::Action::remove;
+        return replacement;
+      }
+      replacement.action = detail::Replacement::Action::replace;
+      for (const Event& event : kept) {
+        replacement.text += serialize(event);
+        replacement.text += '\n';
+      }
+      return replacement;
+    });
+  if (!done) {
+    return done.error();
   }
-  return make_error(full, "log kept being replaced while rewriting it");
+  return result;
 }
 
 Expected<CompactionResult>

@@ -371,84 +371,49 @@ struct RebuildResult
 Expected<RebuildResult>
 rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra, const std::string& quarantined_as)
 {
-  const auto [dir, name_view] = util::split_last(file.relative);
-  const std::string name(name_view);
-  auto dir_fd = util::open_directory_beneath(root_fd, dir, false);
-  if (!dir_fd) {
-    return dir_fd.error();
-  }
-  if (!dir_fd->valid()) {
-    return make_error(file.relative, "disappeared");
-  }
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    Fd fd(::openat(dir_fd->get(), name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-    if (!fd) {
-      return make_error(file.relative, util::errno_text(errno));
-    }
-    if (!detail::lock(fd.get(), LOCK_EX)) {
-      return make_error(file.relative, "cannot lock: " + util::errno_text(errno));
-    }
-    if (!detail::still_linked(dir_fd->get(), name, fd.get())) {
-      continue;
-    }
-    auto text = util::read_all(fd.get());
-    if (!text) {
-      return make_error(file.relative, text.error().message);
-    }
-    Checked checked = check_contents(file, *text);
-    RebuildResult result;
-    std::set<std::string> lines;
-    std::string rewritten;
-    auto add = [&](const Event& event) {
-      std::string line = serialize(event);
-      if (lines.insert(line).second) {
-        rewritten += line;
-        rewritten += '\n';
-        return true;
+  RebuildResult result;
+  auto done = detail::replace_locked(
+    root_fd,
+    file.relative,
+    file.relative,
+    "repair",
+    true,
+    [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+      Checked checked = check_contents(file, log.text);
+      result = RebuildResult{};
+      std::set<std::string> lines;
+      detail::Replacement replacement;
+      auto add = [&](const Event& event) {
+        std::string line = serialize(event);
+        if (lines.insert(line).second) {
+          replacement.text += line;
+          replacement.text += '\n';
+          return true;
+        }
+        return false;
+      };
+      for (const Event& event : checked.events) {
+        result.kept += add(event) ? 1 : 0;
       }
-      return false;
-    };
-    for (const Event& event : checked.events) {
-      result.kept += add(event) ? 1 : 0;
-    }
-    for (const Event& event : extra) {
-      result.restored += add(event) ? 1 : 0;
-    }
-    if (checked.findings.empty() && result.restored == 0) {
-      return result; // healthy by now: another repair got there first
-    }
-    ::lseek(fd.get(), 0, SEEK_SET);
-    if (auto kept = keep_copy(root_fd, dir_fd->get(), name, fd.get(), quarantined_as); !kept) {
-      return make_error(file.relative, "cannot keep a copy in the quarantine: " + kept.error().message);
-    }
-    const std::string temp = name + ".repair." + std::to_string(::getpid());
-    Fd out(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
-    if (!out) {
-      return make_error(file.relative, "cannot create a temporary file: " + util::errno_text(errno));
-    }
-    // Another user's rebuild must not close a shared log to the group.
-    if (auto access = util::copy_access(fd.get(), out.get()); !access) {
-      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(file.relative, "cannot give the rebuilt log the old one's mode: " + access.error().message);
-    }
-    auto written = util::write_all(out.get(), rewritten);
-    if (!written || ::fsync(out.get()) != 0) {
-      const std::string why = written ? util::errno_text(errno) : written.error().message;
-      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(file.relative, "cannot write the rebuilt log: " + why);
-    }
-    if (::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), name.c_str()) != 0) {
-      const std::string why = util::errno_text(errno);
-      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-      return make_error(file.relative, "cannot replace the log: " + why);
-    }
-    if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
-      return make_error(file.relative, synced.error().message);
-    }
-    result.changed = true;
-    return result;
+      for (const Event& event : extra) {
+        result.restored += add(event) ? 1 : 0;
+      }
+      if (checked.findings.empty() && result.restored == 0) {
+        return detail::Replacement{}; // healthy by now: another repair got there first
+      }
+      // The original goes to the quarantine before it is replaced, under the same lock.
+      ::lseek(log.fd, 0, SEEK_SET);
+      if (auto kept = keep_copy(root_fd, log.dir_fd, log.name, log.fd, quarantined_as); !kept) {
+        return make_error(file.relative, "cannot keep a copy in the quarantine: " + kept.error().message);
+      }
+      replacement.action = detail::Replacement::Action::replace;
+      result.changed = true;
+      return replacement;
+    });
+  if (!done) {
+    return done.error();
   }
-  return make_error(file.relative, "kept being replaced while repairing");
+  return result;
 }
 
 } // namespace

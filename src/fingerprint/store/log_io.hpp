@@ -7,6 +7,7 @@
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -23,6 +24,47 @@ bool lock(int fd, int operation);
 // Whether `fd` is still the file called `name` in `dir_fd` (a compaction or
 // a repair may have renamed a new log over it while we waited for the lock).
 bool still_linked(int dir_fd, std::string_view name, int fd);
+
+// What replace_locked does with a log, decided while holding its lock.
+struct Replacement
+{
+  enum class Action
+  {
+    keep,    // leave the log as it is
+    replace, // replace it by `text`
+    remove,  // unlink it
+  };
+  Action action = Action::keep;
+  std::string text;
+};
+
+// Where the log is and what it holds, for `decide`.
+struct LockedLog
+{
+  int dir_fd;
+  const std::string& name;
+  int fd;                  // open read-write, at the end of the file
+  const std::string& text; // its contents
+};
+
+using Decide = std::function<Expected<Replacement>(const LockedLog& log)>;
+
+// The one way a log is rewritten (compaction, gc, fsck --repair): under an
+// exclusive flock() on the log's current inode (if a rewrite renamed a new
+// log over it meanwhile, the new one is locked instead), reads it, asks
+// `decide`, and keeps it, unlinks it, or replaces it through a temporary
+// file `<name>.<tag>.<pid>` given the old one's mode and group, fsync'ed,
+// renamed over the log, and the directory fsync'ed. Appenders wait for the
+// lock and then find the new log, so nothing appended meanwhile is lost.
+// With `take_lock` false (a dry run) nothing is locked and `decide` must
+// keep the log. `display` names the log in errors; a missing log is "no
+// such log".
+Expected<void> replace_locked(int root_fd,
+                              const std::string& relative,
+                              const std::string& display,
+                              std::string_view tag,
+                              bool take_lock,
+                              const Decide& decide);
 
 // Splits a log into events and problems; `file` names it in problems.
 void parse_lines(std::string_view text, const std::string& file, LogContents& out);

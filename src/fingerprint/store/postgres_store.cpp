@@ -187,8 +187,6 @@ parse_row(const char* id, const char* line, LogContents& into)
   into.events.push_back(std::move(*event));
 }
 
-} // namespace
-
 // One statement at a time through libpq, each error naming the store.
 class Session
 {
@@ -289,8 +287,6 @@ private:
   const std::string& m_location;
   mutable std::string m_last_state;
 };
-
-namespace {
 
 // Creates or migrates the schema; false when reading a database without one.
 Expected<bool>
