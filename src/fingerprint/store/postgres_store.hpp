@@ -30,8 +30,8 @@ class PostgresStore final : public Store
 public:
   ~PostgresStore() override;
 
-  // Connects (with a connect timeout, 10 s unless the URL sets
-  // connect_timeout) and checks the schema: with Access::write it is
+  // Connects (timeouts: 5 s to connect, 10 s for a lock, 60 s for a
+  // statement, unless the URL sets connect_timeout or options) and checks the schema: with Access::write it is
   // created or migrated to k_schema_version; with Access::read a database
   // without it reads as an empty store.
   static Expected<std::unique_ptr<PostgresStore>> open(const std::string& url, Access access);
