@@ -408,10 +408,11 @@ PostgresStore::open(const std::string& url, Access access)
   std::string location = mask_password(url);
   // Defaults first: what the URL says wins (expand_dbname expands it in
   // place). A hook must not hang a build: 5 s to connect, 10 s to wait for
-  // a lock (a VACUUM FULL, say), 60 s for any statement.
+  // a lock (a VACUUM FULL, say), 60 s for any statement. No NOTICEs (the
+  // schema's creation would print some).
   const char* keywords[] = {"connect_timeout", "options", "application_name", "client_encoding", "dbname", nullptr};
   const char* values[] = {
-    "5", "-c lock_timeout=10s -c statement_timeout=60s", "fingerprint", "UTF8", url.c_str(), nullptr};
+    "5", "-c lock_timeout=10s -c statement_timeout=60s -c client_min_messages=warning", "fingerprint", "UTF8", url.c_str(), nullptr};
   auto connection = std::make_unique<Connection>();
   connection->conn = PQconnectdbParams(keywords, values, 1);
   if (connection->conn == nullptr) {
@@ -421,9 +422,6 @@ PostgresStore::open(const std::string& url, Access access)
     return Error{location + ": cannot connect: " + one_line(PQerrorMessage(connection->conn))};
   }
   Session session(connection->conn, location);
-  if (auto quiet = session.run("setting up the session", "SET client_min_messages = warning"); !quiet) {
-    return quiet.error();
-  }
   auto has_schema = ensure_schema(session, access);
   if (!has_schema) {
     return has_schema.error();
