@@ -2,8 +2,8 @@
 #include <fingerprint/store/store.hpp>
 
 #include <cerrno>
-#include <cstdio>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>

@@ -7,9 +7,9 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/digest/algorithm.hpp>
 #include <fingerprint/store/digest_key.hpp>
-#include <fingerprint/store/store.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/store/record.hpp>
+#include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fs.hpp>
 
@@ -24,7 +24,10 @@
 namespace fingerprint::cmd {
 
 // Options every subcommand accepts.
-inline constexpr OptionSpec k_store_option{"store", OptionKind::value, "DIR|URL", "the fingerprint store: a directory or postgresql://..."};
+inline constexpr OptionSpec k_store_option{"store",
+                                           OptionKind::value,
+                                           "DIR|URL",
+                                           "the fingerprint store: a directory or postgresql://..."};
 inline constexpr OptionSpec k_help_option{"help", OptionKind::flag, {}, "show this command's help"};
 
 // "fingerprint: <message>" on standard error.
@@ -51,8 +54,10 @@ Expected<store::DigestKey> resolve_artifact(const std::string& argument, digest:
 // The record of a FILE|DIGEST argument, resolved and loaded. On failure,
 // prints why and returns nothing (the command exits 1). Problems met in the
 // log are in the record, for the caller to report.
-std::optional<store::ArtifactRecord>
-load_artifact(const store::Store& store, const std::string& argument, digest::Algorithm algorithm, Context& context);
+std::optional<store::ArtifactRecord> load_artifact(const store::Store& store,
+                                                   const std::string& argument,
+                                                   digest::Algorithm algorithm,
+                                                   Context& context);
 
 using util::absolute_path;
 using util::base_name;

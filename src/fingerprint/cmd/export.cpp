@@ -141,7 +141,8 @@ run(const Args& args, Context& context)
       }
     }
     if (newest == nullptr) {
-      print_error(context, argument + ": no build produced it (" + record->key.str() + ") in the store " + store->location());
+      print_error(context,
+                  argument + ": no build produced it (" + record->key.str() + ") in the store " + store->location());
       return k_exit_failure;
     }
     ref = {newest->project, newest->build};

@@ -64,7 +64,8 @@ run(const Args& args, Context& context)
   }
   if (!depends) {
     write_out(context,
-              consumer_argument + " does not depend on " + artifact_argument + " in the store " + store->location() + "\n");
+              consumer_argument + " does not depend on " + artifact_argument + " in the store " + store->location()
+                + "\n");
     return k_exit_failure;
   }
   std::string text = consumer_argument + " depends on " + artifact_argument + ":\n";

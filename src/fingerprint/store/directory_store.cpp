@@ -658,27 +658,29 @@ DirectoryStore::list_logs() const
       inner_ok = std::move(listed);
     }
   };
-  auto ok = list_entries(m_root, m_root_fd.get(), "objects", "objects", [&](int objects_fd, std::string_view algorithm) {
-    const std::string algorithm_dir = "objects/" + std::string(algorithm);
-    keep_first_error(list_entries(
-      m_root, objects_fd, std::string(algorithm), algorithm_dir, [&](int algorithm_fd, std::string_view shard) {
-        keep_first_error(list_entries(m_root,
-                                      algorithm_fd,
-                                      std::string(shard),
-                                      algorithm_dir + "/" + std::string(shard),
-                                      [&](int, std::string_view file) {
-                                        constexpr std::string_view suffix = ".jsonl";
-                                        if (!file.ends_with(suffix)) {
-                                          return;
-                                        }
-                                        auto key = parse_digest_key(std::string(algorithm) + ":"
-                                                                    + std::string(file.substr(0, file.size() - suffix.size())));
-                                        if (key && key->log_path() == algorithm_dir + "/" + std::string(shard) + "/" + std::string(file)) {
-                                          logs.push_back(std::move(*key));
-                                        }
-                                      }));
-      }));
-  });
+  auto ok =
+    list_entries(m_root, m_root_fd.get(), "objects", "objects", [&](int objects_fd, std::string_view algorithm) {
+      const std::string algorithm_dir = "objects/" + std::string(algorithm);
+      keep_first_error(list_entries(
+        m_root, objects_fd, std::string(algorithm), algorithm_dir, [&](int algorithm_fd, std::string_view shard) {
+          keep_first_error(list_entries(
+            m_root,
+            algorithm_fd,
+            std::string(shard),
+            algorithm_dir + "/" + std::string(shard),
+            [&](int, std::string_view file) {
+              constexpr std::string_view suffix = ".jsonl";
+              if (!file.ends_with(suffix)) {
+                return;
+              }
+              auto key = parse_digest_key(std::string(algorithm) + ":"
+                                          + std::string(file.substr(0, file.size() - suffix.size())));
+              if (key && key->log_path() == algorithm_dir + "/" + std::string(shard) + "/" + std::string(file)) {
+                logs.push_back(std::move(*key));
+              }
+            }));
+        }));
+    });
   if (!ok) {
     return ok.error();
   }

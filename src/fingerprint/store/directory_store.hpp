@@ -86,8 +86,9 @@ public:
   // events is removed. With `dry_run`, only counts (and takes no lock).
   // Refuses a log with unreadable lines, as compaction does.
   Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const override;
-  Expected<CompactionResult>
-  remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const override;
+  Expected<CompactionResult> remove_build_events(const BuildRef& build,
+                                                 const EventFilter& drop,
+                                                 bool dry_run) const override;
 
   // Checks every log and build index. With `repair`, moves each damaged or
   // stray file into quarantine/<run>/ (never deleting anything) and rebuilds

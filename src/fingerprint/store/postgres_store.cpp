@@ -2,11 +2,10 @@
 #include <fingerprint/store/postgres_store.hpp>
 #include <fingerprint/store/record.hpp>
 
-#include <libpq-fe.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <libpq-fe.h>
 #include <map>
 #include <queue>
 #include <set>
@@ -194,7 +193,9 @@ parse_row(const char* id, const char* line, LogContents& into)
 class Session
 {
 public:
-  Session(PGconn* conn, const std::string& location) : m_conn(conn), m_location(location)
+  Session(PGconn* conn, const std::string& location)
+    : m_conn(conn)
+    , m_location(location)
   {
   }
 
@@ -209,16 +210,11 @@ public:
     }
     // Without parameters, the simple protocol: it takes several statements
     // (the schema's migrations).
-    Result result(values.empty() ? PQexec(m_conn, sql)
-                                 : PQexecParams(m_conn,
-                                                sql,
-                                                static_cast<int>(values.size()),
-                                                nullptr,
-                                                values.data(),
-                                                nullptr,
-                                                nullptr,
-                                                0),
-                  &PQclear);
+    Result result(
+      values.empty()
+        ? PQexec(m_conn, sql)
+        : PQexecParams(m_conn, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0),
+      &PQclear);
     const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
       return result;
@@ -338,8 +334,7 @@ ensure_schema(const Session& session, Access access)
       at = *now;
     }
     for (int step = at; step < k_schema_version; ++step) {
-      if (auto done = session.run("migrating the schema to version " + std::to_string(step + 1),
-                                  k_migrations[step]);
+      if (auto done = session.run("migrating the schema to version " + std::to_string(step + 1), k_migrations[step]);
           !done) {
         return done.error();
       }
@@ -396,7 +391,9 @@ PostgresStore::mask_password(std::string_view url)
 }
 
 PostgresStore::PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema)
-  : m_location(std::move(location)), m_connection(std::move(connection)), m_has_schema(has_schema)
+  : m_location(std::move(location))
+  , m_connection(std::move(connection))
+  , m_has_schema(has_schema)
 {
 }
 
@@ -411,8 +408,12 @@ PostgresStore::open(const std::string& url, Access access)
   // a lock (a VACUUM FULL, say), 60 s for any statement. No NOTICEs (the
   // schema's creation would print some).
   const char* keywords[] = {"connect_timeout", "options", "application_name", "client_encoding", "dbname", nullptr};
-  const char* values[] = {
-    "5", "-c lock_timeout=10s -c statement_timeout=60s -c client_min_messages=warning", "fingerprint", "UTF8", url.c_str(), nullptr};
+  const char* values[] = {"5",
+                          "-c lock_timeout=10s -c statement_timeout=60s -c client_min_messages=warning",
+                          "fingerprint",
+                          "UTF8",
+                          url.c_str(),
+                          nullptr};
   auto connection = std::make_unique<Connection>();
   connection->conn = PQconnectdbParams(keywords, values, 1);
   if (connection->conn == nullptr) {
@@ -596,9 +597,10 @@ remove_rows(const Session& session,
       if (auto left = session.run(what, leave, {text_array(ids)}); !left) {
         return left.error();
       }
-      if (auto gone = session.run(
-            what, "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[]) AND NOT logged AND NOT indexed",
-            {text_array(ids)});
+      if (auto gone =
+            session.run(what,
+                        "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[]) AND NOT logged AND NOT indexed",
+                        {text_array(ids)});
           !gone) {
         return gone.error();
       }
@@ -738,7 +740,8 @@ namespace {
 Expected<std::map<std::string, LogContents>>
 reachable_logs(const Session& session, const DigestKey& start, bool follow_consumers)
 {
-  auto result = session.run("following consumers of " + start.str(), R"sql(
+  auto result = session.run("following consumers of " + start.str(),
+                            R"sql(
 WITH RECURSIVE reach(log) AS (
     SELECT $1::text
   UNION
@@ -755,7 +758,8 @@ ORDER BY e.log, e.id)sql",
   }
   std::map<std::string, LogContents> logs;
   for (int row = 0; row < PQntuples(result->get()); ++row) {
-    parse_row(PQgetvalue(result->get(), row, 1), PQgetvalue(result->get(), row, 2), logs[PQgetvalue(result->get(), row, 0)]);
+    parse_row(
+      PQgetvalue(result->get(), row, 1), PQgetvalue(result->get(), row, 2), logs[PQgetvalue(result->get(), row, 0)]);
   }
   return logs;
 }
@@ -901,8 +905,7 @@ PostgresStore::import_from(const DirectoryStore& source, const std::function<voi
     for (const Event& event : contents->events) {
       auto row = row_for(event);
       if (!row) {
-        return Error{source.root() + "/" + (*keys)[i].log_path() + ": " + row.error().message
-                     + ": nothing was copied"};
+        return Error{source.root() + "/" + (*keys)[i].log_path() + ": " + row.error().message + ": nothing was copied"};
       }
       rows.push_back(std::move(*row));
     }

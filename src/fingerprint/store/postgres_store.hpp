@@ -47,13 +47,16 @@ public:
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;
   Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const override;
-  Expected<CompactionResult>
-  remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const override;
+  Expected<CompactionResult> remove_build_events(const BuildRef& build,
+                                                 const EventFilter& drop,
+                                                 bool dry_run) const override;
   Expected<FsckReport> fsck(const FsckOptions& options) const override;
-  Expected<std::vector<ConsumerHit>>
-  find_consumers(const DigestKey& key, bool transitive, std::vector<LogProblem>& problems) const override;
-  Expected<std::vector<Event>>
-  find_chain(const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems) const override;
+  Expected<std::vector<ConsumerHit>> find_consumers(const DigestKey& key,
+                                                    bool transitive,
+                                                    std::vector<LogProblem>& problems) const override;
+  Expected<std::vector<Event>> find_chain(const DigestKey& from,
+                                          const DigestKey& to,
+                                          std::vector<LogProblem>& problems) const override;
 
   Expected<MigrateReport> import_from(const DirectoryStore& source,
                                       const std::function<void(size_t, size_t)>& progress) const override;

@@ -1,8 +1,8 @@
 #pragma once
 
 #include <fingerprint/store/digest_key.hpp>
-#include <fingerprint/store/store.hpp>
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/store.hpp>
 
 #include <functional>
 #include <map>
@@ -42,10 +42,14 @@ using RecordLoader = std::function<Expected<ArtifactRecord>(const DigestKey&)>;
 
 // Store::find_consumers and Store::find_chain, over any way of loading
 // records (one log at a time, or from rows fetched in one query).
-Expected<std::vector<ConsumerHit>>
-walk_consumers(const RecordLoader& load, const DigestKey& key, bool transitive, std::vector<LogProblem>& problems);
-Expected<std::vector<Event>>
-walk_chain(const RecordLoader& load, const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems);
+Expected<std::vector<ConsumerHit>> walk_consumers(const RecordLoader& load,
+                                                  const DigestKey& key,
+                                                  bool transitive,
+                                                  std::vector<LogProblem>& problems);
+Expected<std::vector<Event>> walk_chain(const RecordLoader& load,
+                                        const DigestKey& from,
+                                        const DigestKey& to,
+                                        std::vector<LogProblem>& problems);
 
 // Calls `each` for every event of the build index, build by build (only
 // `project`'s builds when it is not empty). Unreadable lines are appended

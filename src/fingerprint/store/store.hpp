@@ -146,10 +146,12 @@ public:
   // build's index); a log left with no events is removed. With `dry_run`,
   // only counts. Refuses a log with unreadable lines.
   using EventFilter = std::function<bool(const Event&)>;
-  virtual Expected<CompactionResult>
-  remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const = 0;
-  virtual Expected<CompactionResult>
-  remove_build_events(const BuildRef& build, const EventFilter& drop, bool dry_run) const = 0;
+  virtual Expected<CompactionResult> remove_events(const DigestKey& key,
+                                                   const EventFilter& drop,
+                                                   bool dry_run) const = 0;
+  virtual Expected<CompactionResult> remove_build_events(const BuildRef& build,
+                                                         const EventFilter& drop,
+                                                         bool dry_run) const = 0;
 
   // Checks the whole store; with `repair`, sets damaged data aside (never
   // deleting it) and rebuilds what can be rebuilt.
@@ -159,15 +161,17 @@ public:
   // who consumed their products, breadth first, each product expanded once
   // (so cycles end). Problems met in any log are appended to `problems`.
   // The default reads one log at a time; a database answers in one query.
-  virtual Expected<std::vector<ConsumerHit>>
-  find_consumers(const DigestKey& key, bool transitive, std::vector<LogProblem>& problems) const;
+  virtual Expected<std::vector<ConsumerHit>> find_consumers(const DigestKey& key,
+                                                            bool transitive,
+                                                            std::vector<LogProblem>& problems) const;
 
   // The shortest chain of events that leads from artifact `from` to artifact
   // `to`: each step is a `consumed` event (its product is the next artifact)
   // or an `installed` one (an installed copy of the artifact). Empty when
   // `to` does not depend on `from`; `from == to` is a chain of no steps.
-  virtual Expected<std::vector<Event>>
-  find_chain(const DigestKey& from, const DigestKey& to, std::vector<LogProblem>& problems) const;
+  virtual Expected<std::vector<Event>> find_chain(const DigestKey& from,
+                                                  const DigestKey& to,
+                                                  std::vector<LogProblem>& problems) const;
 
   // Copies every artifact log of `source` in, idempotently: events already
   // here (as many times as the directory has them) are not copied again.
