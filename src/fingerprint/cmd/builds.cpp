@@ -91,25 +91,16 @@ run_builds(const Args& args, Context& context)
   if (!store) {
     return status;
   }
-  auto builds = store->list_builds();
-  if (!builds) {
-    print_error(context, builds.error().message);
-    return k_exit_failure;
-  }
   const auto project = args.value("project");
   std::vector<BuildSummary> summaries;
   std::vector<store::LogProblem> problems;
-  for (const auto& ref : *builds) {
-    if (project && ref.project != *project) {
-      continue;
-    }
-    auto index = store->read_build(ref);
-    if (!index) {
-      print_error(context, index.error().message);
-      return k_exit_failure;
-    }
-    problems.insert(problems.end(), index->problems.begin(), index->problems.end());
-    summaries.push_back(summarize(ref, std::move(index->events)));
+  auto read = store->for_each_build(project.value_or(""), [&](const store::BuildRef& ref, store::LogContents& index) {
+    problems.insert(problems.end(), index.problems.begin(), index.problems.end());
+    summaries.push_back(summarize(ref, std::move(index.events)));
+  });
+  if (!read) {
+    print_error(context, read.error().message);
+    return k_exit_failure;
   }
   report_problems(context, store->location(), problems);
   // Oldest first, like a log: the newest build is the last line.

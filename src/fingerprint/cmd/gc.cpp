@@ -129,21 +129,21 @@ run(const Args& args, Context& context)
   std::vector<store::LogProblem> problems;
   {
     Progress progress(context.err, "gc", "build indexes read");
-    for (size_t i = 0; i < builds->size(); ++i) {
-      auto index = store->read_build((*builds)[i]);
-      if (!index) {
-        print_error(context, index.error().message);
-        return k_exit_failure;
-      }
-      problems.insert(problems.end(), index->problems.begin(), index->problems.end());
-      for (const auto& event : index->events) {
+    size_t done = 0;
+    auto read = store->for_each_build({}, [&](const store::BuildRef&, store::LogContents& index) {
+      problems.insert(problems.end(), index.problems.begin(), index.problems.end());
+      for (const auto& event : index.events) {
         auto& facts = units[{event.project, event.target, event.build}];
         facts.host = event.host;
         facts.build_dir = event.build_dir;
         facts.newest = std::max(facts.newest, event.time);
         ++facts.events;
       }
-      progress(i + 1, builds->size());
+      progress(++done, builds->size());
+    });
+    if (!read) {
+      print_error(context, read.error().message);
+      return k_exit_failure;
     }
   }
   report_problems(context, store->location(), problems);

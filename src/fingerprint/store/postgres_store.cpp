@@ -553,6 +553,38 @@ PostgresStore::read_build(const BuildRef& build) const
   return contents;
 }
 
+Expected<void>
+PostgresStore::for_each_build(const std::string& project, const BuildVisitor& each) const
+{
+  if (!m_has_schema) {
+    return {};
+  }
+  // Byte order (COLLATE "C"), as list_builds sorts.
+  auto result = Session(m_connection->conn, m_location)
+                  .run("reading the build index",
+                       "SELECT project, build, id, line FROM fingerprint_events "
+                       "WHERE indexed AND ($1 = '' OR project = $1) "
+                       "ORDER BY project COLLATE \"C\", build COLLATE \"C\", id",
+                       {project});
+  if (!result) {
+    return result.error();
+  }
+  const int rows = PQntuples(result->get());
+  for (int first = 0; first < rows;) {
+    const BuildRef build{PQgetvalue(result->get(), first, 0), PQgetvalue(result->get(), first, 1)};
+    LogContents contents;
+    int row = first;
+    for (; row < rows && build.project == PQgetvalue(result->get(), row, 0)
+           && build.build == PQgetvalue(result->get(), row, 1);
+         ++row) {
+      parse_row(PQgetvalue(result->get(), row, 2), PQgetvalue(result->get(), row, 3), contents);
+    }
+    each(build, contents);
+    first = row;
+  }
+  return {};
+}
+
 namespace {
 
 // Selects rows under FOR UPDATE and takes those `drop` selects out of the

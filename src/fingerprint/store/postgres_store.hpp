@@ -46,6 +46,7 @@ public:
   Expected<std::string> read_raw_log(const DigestKey& key) const override;
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;
+  Expected<void> for_each_build(const std::string& project, const BuildVisitor& each) const override;
   Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const override;
   Expected<CompactionResult> remove_build_events(const BuildRef& build,
                                                  const EventFilter& drop,

@@ -137,7 +137,18 @@ for_each_indexed_event(const Store& store,
                        std::vector<LogProblem>& problems,
                        const std::string& project)
 {
-  auto builds = store.list_builds();
+  return store.for_each_build(project, [&](const BuildRef&, LogContents& contents) {
+    problems.insert(problems.end(), contents.problems.begin(), contents.problems.end());
+    for (auto& event : contents.events) {
+      each(event);
+    }
+  });
+}
+
+Expected<void>
+Store::for_each_build(const std::string& project, const BuildVisitor& each) const
+{
+  auto builds = list_builds();
   if (!builds) {
     return builds.error();
   }
@@ -145,14 +156,11 @@ for_each_indexed_event(const Store& store,
     if (!project.empty() && build.project != project) {
       continue;
     }
-    auto contents = store.read_build(build);
+    auto contents = read_build(build);
     if (!contents) {
       return contents.error();
     }
-    problems.insert(problems.end(), contents->problems.begin(), contents->problems.end());
-    for (auto& event : contents->events) {
-      each(event);
-    }
+    each(build, *contents);
   }
   return {};
 }

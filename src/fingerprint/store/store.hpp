@@ -142,6 +142,12 @@ public:
   virtual Expected<std::vector<BuildRef>> list_builds() const = 0;
   virtual Expected<LogContents> read_build(const BuildRef& build) const = 0;
 
+  // Calls `each` with every build's index, in list_builds' order (only
+  // `project`'s builds when it is not empty). The default reads one index
+  // at a time; a database answers in one query.
+  using BuildVisitor = std::function<void(const BuildRef&, LogContents&)>;
+  virtual Expected<void> for_each_build(const std::string& project, const BuildVisitor& each) const;
+
   // Removes the events `drop` selects from an artifact's log (or from a
   // build's index); a log left with no events is removed. With `dry_run`,
   // only counts. Refuses a log with unreadable lines.
