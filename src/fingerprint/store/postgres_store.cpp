@@ -41,20 +41,21 @@ CREATE TABLE fingerprint_schema (version integer NOT NULL);
 INSERT INTO fingerprint_schema VALUES (0);
 CREATE TABLE fingerprint_events (
   id bigserial PRIMARY KEY,
-  log text NOT NULL,          -- the artifact whose log holds the event: "sha256:<hex>"
+  log text COLLATE "C" NOT NULL, -- the artifact whose log holds the event: "sha256:<hex>"
   logged boolean NOT NULL,    -- in that log (gc removes from logs first, indexes last)
   indexed boolean NOT NULL,   -- in its build's index (never for an installed copy's link)
   kind text NOT NULL,         -- produced | consumed | installed
   digest text NOT NULL,       -- the event's artifact
   product text NOT NULL,      -- consumed: what the consumer produced; else ''
   from_digest text NOT NULL,  -- installed: the build-tree artifact it was installed from; else ''
-  project text NOT NULL,
-  build text NOT NULL,
+  project text COLLATE "C" NOT NULL, -- byte order, as the directory store sorts builds
+  build text COLLATE "C" NOT NULL,
   line text NOT NULL          -- the event as the directory store writes it
 );
 -- Who produced or consumed an artifact (the reverse query): one range of this index.
 CREATE INDEX fingerprint_events_by_log ON fingerprint_events (log, id) WHERE logged;
--- What one build (the consumer) recorded: builds, build show, export, gc.
+-- What one build (the consumer) recorded, and every build in order: builds,
+-- build show, export, gc, verify, graph.
 CREATE INDEX fingerprint_events_by_build ON fingerprint_events (project, build, id) WHERE indexed;
 -- Rows fsck --repair set aside: never deleted.
 CREATE TABLE fingerprint_quarantine (
@@ -559,28 +560,35 @@ PostgresStore::for_each_build(const std::string& project, const BuildVisitor& ea
   if (!m_has_schema) {
     return {};
   }
-  // Byte order (COLLATE "C"), as list_builds sorts.
-  auto result = Session(m_connection->conn, m_location)
-                  .run("reading the build index",
-                       "SELECT project, build, id, line FROM fingerprint_events "
-                       "WHERE indexed AND ($1 = '' OR project = $1) "
-                       "ORDER BY project COLLATE \"C\", build COLLATE \"C\", id",
-                       {project});
+  // Sorted here, not by the server: a sort of whole rows spills to disk
+  // at the default work_mem (54 ms for 9,200 rows), sorting row numbers
+  // takes 2 ms. Builds in byte order, as list_builds sorts them.
+  auto result =
+    Session(m_connection->conn, m_location)
+      .run("reading the build index",
+           "SELECT project, build, id, line FROM fingerprint_events WHERE indexed AND ($1 = '' OR project = $1)",
+           {project});
   if (!result) {
     return result.error();
   }
-  const int rows = PQntuples(result->get());
-  for (int first = 0; first < rows;) {
-    const BuildRef build{PQgetvalue(result->get(), first, 0), PQgetvalue(result->get(), first, 1)};
+  PGresult* rows = result->get();
+  std::vector<std::tuple<std::string_view, std::string_view, int64_t, int>> order;
+  order.reserve(static_cast<size_t>(PQntuples(rows)));
+  for (int row = 0; row < PQntuples(rows); ++row) {
+    order.emplace_back(PQgetvalue(rows, row, 0), PQgetvalue(rows, row, 1), std::atoll(PQgetvalue(rows, row, 2)), row);
+  }
+  std::sort(order.begin(), order.end());
+  for (size_t first = 0; first < order.size();) {
+    const auto& [build_project, build_id, id, row] = order[first];
+    const BuildRef build{std::string(build_project), std::string(build_id)};
     LogContents contents;
-    int row = first;
-    for (; row < rows && build.project == PQgetvalue(result->get(), row, 0)
-           && build.build == PQgetvalue(result->get(), row, 1);
-         ++row) {
-      parse_row(PQgetvalue(result->get(), row, 2), PQgetvalue(result->get(), row, 3), contents);
+    size_t at = first;
+    for (; at < order.size() && std::get<0>(order[at]) == build_project && std::get<1>(order[at]) == build_id; ++at) {
+      const int each_row = std::get<3>(order[at]);
+      parse_row(PQgetvalue(rows, each_row, 2), PQgetvalue(rows, each_row, 3), contents);
     }
     each(build, contents);
-    first = row;
+    first = at;
   }
   return {};
 }
