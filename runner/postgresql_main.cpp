@@ -1,5 +1,5 @@
 #include <fingerprint/cmd/command.hpp>
-#include <fingerprint/store/postgres_store.hpp>
+#include <fingerprint/postgresql/postgres_store.hpp>
 
 // The runner with the PostgreSQL store: what `fingerprint` runs when a call
 // names a database (runner/main.cpp).

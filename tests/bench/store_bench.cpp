@@ -6,7 +6,7 @@
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/event.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <benchmark/benchmark.h>

@@ -4,8 +4,8 @@
 // other, so a bug shared by both still fails.
 
 #include <fingerprint/store/directory_store.hpp>
-#include <fingerprint/store/postgres_store.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/postgresql/postgres_store.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/store.hpp>
 
 #include <gtest/gtest.h>

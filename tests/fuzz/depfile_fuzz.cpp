@@ -6,7 +6,7 @@
 // trip through each linker's own way of writing the file: what was linked
 // is what is recorded.
 
-#include <fingerprint/core/link_inputs.hpp>
+#include <fingerprint/hook/link_inputs.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -17,7 +17,7 @@
 
 namespace {
 
-using fingerprint::core::parse_depfile;
+using fingerprint::hook::parse_depfile;
 using Paths = std::vector<std::string>;
 
 Paths

@@ -1,7 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/index.hpp>
 #include <fingerprint/digest/engine.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 
 #include <map>
 
@@ -25,11 +26,11 @@ explain_missing(const store::Store& store,
 {
   std::map<std::string, store::Event> newest;
   std::vector<store::LogProblem> ignored; // check reports the artifact's own log
-  (void)store::for_each_indexed_event(
+  (void)query::for_each_indexed_event(
     store,
     [&](store::Event& event) {
       if (event.event == store::EventKind::produced && event.path == path && event.build_dir == build_dir) {
-        store::keep_newest(newest, path, event);
+        query::keep_newest(newest, path, event);
       }
     },
     ignored);

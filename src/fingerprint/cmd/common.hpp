@@ -8,7 +8,7 @@
 #include <fingerprint/digest/algorithm.hpp>
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fs.hpp>

@@ -1,6 +1,6 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/table.hpp>
 
 #include <map>

@@ -4,7 +4,7 @@
 
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/core/recorder.hpp>
+#include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <cerrno>
@@ -149,7 +149,7 @@ run(const Args& args, Context& context)
   report_problems(context, store->location(), problems);
 
   // 2. What goes.
-  const std::string host = core::host_name();
+  const std::string host = hook::host_name();
   const int64_t now = util::now_ns();
   std::map<std::string, bool> tree_exists;
   std::set<Unit> dropped;

@@ -1,7 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/index.hpp>
 #include <fingerprint/cmd/graph_html.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 
 #include <cerrno>
 #include <cstdlib>
@@ -59,7 +60,7 @@ collect(const store::Store& store, bool per_target, Context& context)
 {
   Graph graph;
   std::vector<store::LogProblem> problems;
-  auto ok = store::for_each_indexed_event(
+  auto ok = query::for_each_indexed_event(
     store, [&](store::Event& event) { graph.events.push_back(std::move(event)); }, problems);
   report_problems(context, store.location(), problems);
   if (!ok) {

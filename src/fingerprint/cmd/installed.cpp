@@ -1,8 +1,9 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/core/recorder.hpp>
+#include <fingerprint/query/index.hpp>
+#include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/digest/engine.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <filesystem>
@@ -35,12 +36,12 @@ produced_origins(const store::Store& store, const std::string& project, const st
 {
   Origins origins;
   std::vector<store::LogProblem> ignored; // recording must not stop at a bad line
-  auto ok = store::for_each_indexed_event(
+  auto ok = query::for_each_indexed_event(
     store,
     [&](store::Event& event) {
       if (event.event == store::EventKind::produced && event.build_dir == build_dir) {
         origins.by_digest[event.digest] = event;
-        store::keep_newest(origins.by_name, base_name(event.path), event);
+        query::keep_newest(origins.by_name, base_name(event.path), event);
       }
     },
     ignored,
@@ -108,7 +109,7 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
     event.size = digests[i]->size;
     event.path = files[i];
     event.from = from[i]->digest;
-    event.host = core::host_name();
+    event.host = hook::host_name();
     event.time = time;
     events.push_back(std::move(event));
   }

@@ -1,8 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/core/build_id.hpp>
-#include <fingerprint/core/link_inputs.hpp>
-#include <fingerprint/core/recorder.hpp>
+#include <fingerprint/hook/build_id.hpp>
+#include <fingerprint/hook/link_inputs.hpp>
+#include <fingerprint/hook/recorder.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -98,7 +98,7 @@ run(const Args& args, Context& context)
   if (final_step && links && !gold) {
     for (const auto& driver : args.values("depfile-driver")) {
       if (runs(driver)) {
-        depfile = core::depfile_path(*build_dir, *target);
+        depfile = hook::depfile_path(*build_dir, *target);
         command.push_back("-Wl,--dependency-file=" + depfile);
         break;
       }
@@ -119,13 +119,13 @@ run(const Args& args, Context& context)
 
   const std::string absolute_output = absolute_path(*output);
   const std::string absolute_build_dir = absolute_path(*build_dir);
-  auto inputs = core::collect_link_inputs(command, depfile, absolute_output, absolute_build_dir, links);
+  auto inputs = hook::collect_link_inputs(command, depfile, absolute_output, absolute_build_dir, links);
   if (!depfile.empty()) {
     ::unlink(depfile.c_str());
   }
-  core::TargetSettings settings;
+  hook::TargetSettings settings;
   if (auto dir = args.value("args-dir")) {
-    auto loaded = core::load_target_settings(*dir, *target, absolute_output);
+    auto loaded = hook::load_target_settings(*dir, *target, absolute_output);
     if (!loaded) {
       print_error(context, loaded.error().message);
       return args.flag("required") ? k_exit_failure : k_exit_ok;
@@ -133,7 +133,7 @@ run(const Args& args, Context& context)
     settings = std::move(*loaded);
   }
 
-  core::RecordRequest request;
+  hook::RecordRequest request;
   request.project = *project;
   request.version = args.value("version").value_or("");
   request.target = *target;
@@ -153,15 +153,15 @@ run(const Args& args, Context& context)
       return root.error();
     }
     request.store_root = *root;
-    request.build_id = core::build_id_from_environment();
+    request.build_id = hook::build_id_from_environment();
     if (request.build_id.empty()) {
-      auto counted = core::build_id_from_invocation(absolute_build_dir);
+      auto counted = hook::build_id_from_invocation(absolute_build_dir);
       if (!counted) {
         return counted.error();
       }
       request.build_id = *counted;
     }
-    return core::record(
+    return hook::record(
       request,
       [&](const Error& error) { print_error(context, error.message); },
       [&](const std::string& warning) { print_warning(context, warning); });

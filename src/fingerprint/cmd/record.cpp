@@ -1,7 +1,7 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/core/build_id.hpp>
-#include <fingerprint/core/recorder.hpp>
+#include <fingerprint/hook/build_id.hpp>
+#include <fingerprint/hook/recorder.hpp>
 
 #include <set>
 
@@ -68,20 +68,20 @@ run(const Args& args, Context& context)
   const auto produced = unique_absolute(args.values("produced"), {});
   const auto consumed =
     unique_absolute(args.values("consumed"), std::set<std::string>(produced.begin(), produced.end()));
-  core::RecordRequest request;
+  hook::RecordRequest request;
   request.store_root = *root;
   request.project = *project;
   request.version = args.value("version").value_or("");
   request.target = *target;
-  request.build_id = args.value("build-id").value_or(core::build_id_from_environment());
+  request.build_id = args.value("build-id").value_or(hook::build_id_from_environment());
   if (request.build_id.empty()) {
-    request.build_id = core::build_id_from_time();
+    request.build_id = hook::build_id_from_time();
   }
   request.build_dir = absolute_path(args.value("build-dir").value_or("."));
   request.produced = produced;
   request.consumed = consumed;
   request.algorithm = *algorithm;
-  auto recorded = core::record(
+  auto recorded = hook::record(
     request,
     [&](const Error& error) { print_error(context, error.message); },
     [&](const std::string& warning) { print_warning(context, warning); });

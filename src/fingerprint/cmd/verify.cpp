@@ -1,7 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/index.hpp>
 #include <fingerprint/digest/engine.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 
 #include <map>
 #include <sys/stat.h>
@@ -32,11 +33,11 @@ latest_by_path(const store::Store& store, const std::optional<std::string>& buil
 {
   std::map<std::string, store::Event> latest;
   std::vector<store::LogProblem> problems;
-  auto ok = store::for_each_indexed_event(
+  auto ok = query::for_each_indexed_event(
     store,
     [&](store::Event& event) {
       if (!build_dir || (event.build_dir == *build_dir && event.event != store::EventKind::consumed)) {
-        store::keep_newest(latest, event.path, event);
+        query::keep_newest(latest, event.path, event);
       }
     },
     problems);

@@ -1,4 +1,4 @@
-#include <fingerprint/core/recorder.hpp>
+#include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
 #include <fingerprint/store/store.hpp>
@@ -8,7 +8,7 @@
 #include <set>
 #include <unistd.h>
 
-namespace fingerprint::core {
+namespace fingerprint::hook {
 
 std::string
 host_name()
@@ -99,4 +99,4 @@ record(const RecordRequest& request,
   return events.size();
 }
 
-} // namespace fingerprint::core
+} // namespace fingerprint::hook

@@ -1,4 +1,4 @@
-#include <fingerprint/core/build_id.hpp>
+#include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
@@ -11,7 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-namespace fingerprint::core {
+namespace fingerprint::hook {
 
 namespace {
 
@@ -184,4 +184,4 @@ build_id_from_invocation(const std::string& build_dir)
   return std::to_string(number) + "-" + tag;
 }
 
-} // namespace fingerprint::core
+} // namespace fingerprint::hook

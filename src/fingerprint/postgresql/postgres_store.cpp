@@ -1,6 +1,6 @@
 #include <fingerprint/store/directory_store.hpp>
-#include <fingerprint/store/postgres_store.hpp>
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/postgresql/postgres_store.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace fingerprint::core {
+namespace fingerprint::hook {
 
 // One build step's outputs and inputs, to be recorded.
 struct RecordRequest
@@ -36,4 +36,4 @@ Expected<size_t> record(const RecordRequest& request,
 // The host name, as events carry it.
 std::string host_name();
 
-} // namespace fingerprint::core
+} // namespace fingerprint::hook

@@ -1,8 +1,8 @@
-#include <fingerprint/core/link_inputs.hpp>
+#include <fingerprint/hook/link_inputs.hpp>
 
 #include <gtest/gtest.h>
 
-namespace fingerprint::core {
+namespace fingerprint::hook {
 namespace {
 
 using Paths = std::vector<std::string>;
@@ -64,4 +64,4 @@ TEST(LinkInputs, TheLinkLineGivesLibrariesWhenThereIsNoDependencyFile)
 }
 
 } // namespace
-} // namespace fingerprint::core
+} // namespace fingerprint::hook

@@ -51,15 +51,4 @@ Expected<std::vector<Event>> walk_chain(const RecordLoader& load,
                                         const DigestKey& to,
                                         std::vector<LogProblem>& problems);
 
-// Calls `each` for every event of the build index, build by build (only
-// `project`'s builds when it is not empty). Unreadable lines are appended
-// to `problems`; a build index that cannot be read at all is an error.
-Expected<void> for_each_indexed_event(const Store& store,
-                                      const std::function<void(Event&)>& each,
-                                      std::vector<LogProblem>& problems,
-                                      const std::string& project = {});
-
-// Keeps in newest[key] whichever event seen under `key` is the latest.
-void keep_newest(std::map<std::string, Event>& newest, const std::string& key, const Event& event);
-
 } // namespace fingerprint::store

@@ -1,4 +1,4 @@
-#include <fingerprint/core/link_inputs.hpp>
+#include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace fingerprint::core {
+namespace fingerprint::hook {
 
 namespace {
 
@@ -224,4 +224,4 @@ load_target_settings(const std::string& dir, const std::string& target, const st
   return settings;
 }
 
-} // namespace fingerprint::core
+} // namespace fingerprint::hook

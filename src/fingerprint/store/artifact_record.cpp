@@ -1,4 +1,4 @@
-#include <fingerprint/store/record.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 
 #include <algorithm>
 #include <deque>
@@ -132,20 +132,6 @@ Store::find_chain(const DigestKey& from, const DigestKey& to, std::vector<LogPro
 }
 
 Expected<void>
-for_each_indexed_event(const Store& store,
-                       const std::function<void(Event&)>& each,
-                       std::vector<LogProblem>& problems,
-                       const std::string& project)
-{
-  return store.for_each_build(project, [&](const BuildRef&, LogContents& contents) {
-    problems.insert(problems.end(), contents.problems.begin(), contents.problems.end());
-    for (auto& event : contents.events) {
-      each(event);
-    }
-  });
-}
-
-Expected<void>
 Store::for_each_build(const std::string& project, const BuildVisitor& each) const
 {
   auto builds = list_builds();
@@ -163,15 +149,6 @@ Store::for_each_build(const std::string& project, const BuildVisitor& each) cons
     each(build, *contents);
   }
   return {};
-}
-
-void
-keep_newest(std::map<std::string, Event>& newest, const std::string& key, const Event& event)
-{
-  auto [it, inserted] = newest.try_emplace(key, event);
-  if (!inserted && it->second.time <= event.time) {
-    it->second = event;
-  }
 }
 
 } // namespace fingerprint::store

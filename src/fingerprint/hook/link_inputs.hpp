@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace fingerprint::core {
+namespace fingerprint::hook {
 
 // A private path for the linker's dependency file of one link of one
 // target: named by target and process, so no two hooks ever share it.
@@ -43,4 +43,4 @@ Expected<TargetSettings> load_target_settings(const std::string& dir,
                                               const std::string& target,
                                               const std::string& output);
 
-} // namespace fingerprint::core
+} // namespace fingerprint::hook

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace fingerprint::core {
+namespace fingerprint::hook {
 
 // $FINGERPRINT_BUILD_ID, else the CI system's own run id (GitHub Actions,
 // GitLab, Jenkins, Buildkite); empty when neither is set.
@@ -27,4 +27,4 @@ Expected<std::string> build_id_from_invocation(const std::string& build_dir);
 // ("<pid>:<start time>"); exposed for tests.
 std::string invocation_identity();
 
-} // namespace fingerprint::core
+} // namespace fingerprint::hook
