@@ -1,4 +1,5 @@
 #include <fingerprint/store/digest_key.hpp>
+#include <fingerprint/store/layout.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
@@ -17,14 +18,7 @@ DigestKey::str() const
 std::string
 DigestKey::log_path() const
 {
-  std::string result = "objects/";
-  result += digest::algorithm_name(algorithm);
-  result += '/';
-  result.append(hex, 0, 2);
-  result += '/';
-  result += hex;
-  result += ".jsonl";
-  return result;
+  return layout::artifact_log(*this);
 }
 
 Expected<DigestKey>

@@ -2,6 +2,7 @@
 
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
@@ -18,7 +19,7 @@ namespace fingerprint::store {
 // bytes; paths are limited to PATH_MAX.
 inline constexpr size_t k_max_line_length = 1024 * 1024;
 
-// The directory store, format 1 (DESIGN.md section 4).
+// The directory store, format 1: its files are laid out as layout.hpp says.
 //
 // Appends are one write() of one complete line on an O_APPEND descriptor
 // under a shared flock(); compaction rewrites a log through a temporary file
@@ -31,6 +32,10 @@ public:
   // Opens an existing store for reading. A store that does not exist yet
   // opens as an empty one (queries answer "not recorded").
   static Expected<DirectoryStore> open_for_reading(const std::string& root);
+
+  // Opens an existing store to change it in place (gc, fsck --repair); a
+  // store that does not exist opens as an empty one and is not created.
+  static Expected<DirectoryStore> open_for_updating(const std::string& root);
 
   // Opens the store for appending, creating it when missing.
   static Expected<DirectoryStore> open_for_writing(const std::string& root);
@@ -97,10 +102,17 @@ public:
   // and the other way round). Each rebuild takes the log's exclusive lock.
   Expected<FsckReport> fsck(const FsckOptions& options) const override;
 
-  // Encoding of a project name or build id as one path component: bytes
-  // outside [A-Za-z0-9._+-] (and a leading '.') become %XX.
-  static std::string encode_component(std::string_view text);
-  static std::string decode_component(std::string_view text);
+  // A project name or build id as one path component (layout.hpp).
+  static std::string
+  encode_component(std::string_view text)
+  {
+    return layout::encode_component(text);
+  }
+  static std::string
+  decode_component(std::string_view text)
+  {
+    return layout::decode_component(text);
+  }
 
 private:
   DirectoryStore(std::string root, util::Fd root_fd);

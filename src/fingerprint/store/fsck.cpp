@@ -2,14 +2,13 @@
 // deleting anything.
 
 #include <fingerprint/store/directory_store.hpp>
-#include <fingerprint/store/format.hpp>
+#include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
 #include <cerrno>
-#include <dirent.h>
 #include <fcntl.h>
 #include <map>
 #include <memory>
@@ -24,162 +23,8 @@ namespace {
 
 using util::Fd;
 
-enum class FileKind
-{
-  artifact_log,
-  build_index,
-  stray, // not a log: a leftover temporary file, a symbolic link, ...
-};
-
-struct StoreFile
-{
-  std::string relative;
-  FileKind kind = FileKind::stray;
-  DigestKey key;  // artifact_log
-  BuildRef build; // build_index
-  std::string why_stray;
-  FsckKind stray_kind = FsckKind::damage;
-};
-
-struct Listing
-{
-  std::vector<StoreFile> files;
-  std::vector<std::pair<std::string, std::string>> errors; // directory, why it could not be listed
-};
-
-// Calls `each(name, d_type)` for the entries of directory `relative`
-// (beneath the root, no symbolic link followed). Missing: nothing.
-template <typename Each>
-void
-list_directory(int root_fd, const std::string& relative, Listing& listing, Each&& each)
-{
-  auto dir_fd = relative == "." ? Expected<Fd>(Fd(::openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)))
-                                : util::open_directory_beneath(root_fd, relative, false);
-  if (!dir_fd) {
-    listing.errors.push_back({relative, dir_fd.error().message});
-    return;
-  }
-  if (!dir_fd->valid()) {
-    return;
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(dir_fd->release()), ::closedir);
-  if (!dir) {
-    listing.errors.push_back({relative, util::errno_text(errno)});
-    return;
-  }
-  std::vector<std::pair<std::string, unsigned char>> entries;
-  while (const dirent* entry = ::readdir(dir.get())) {
-    const std::string_view name = entry->d_name;
-    if (name != "." && name != "..") {
-      entries.emplace_back(name, entry->d_type);
-    }
-  }
-  std::sort(entries.begin(), entries.end());
-  for (const auto& [name, type] : entries) {
-    each(name, type);
-  }
-}
-
-// The type of an entry whose d_type the filesystem did not fill in.
-unsigned char
-entry_type(int root_fd, const std::string& relative, unsigned char d_type)
-{
-  if (d_type != DT_UNKNOWN) {
-    return d_type;
-  }
-  struct stat st
-  {};
-  if (::fstatat(root_fd, relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return DT_UNKNOWN;
-  }
-  return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
-}
-
-constexpr std::string_view k_leftover = "a temporary file left by an interrupted compaction or repair";
-
-std::string
-stray_reason(std::string_view name, unsigned char type)
-{
-  if (type == DT_LNK) {
-    return "a symbolic link inside the store (never followed)";
-  }
-  if (type != DT_REG) {
-    return type == DT_DIR ? "a directory where a log belongs" : "not a regular file";
-  }
-  if (name.find(".compact.") != std::string_view::npos || name.find(".repair.") != std::string_view::npos
-      || name.find(".tmp.") != std::string_view::npos) {
-    return std::string(k_leftover);
-  }
-  return "not a log of the store";
-}
-
-// Every file of the store that fsck looks at, in a stable order.
-Listing
-list_store(int root_fd)
-{
-  Listing listing;
-  auto add_stray = [&](std::string relative, std::string_view name, unsigned char type) {
-    std::string why = stray_reason(name, type);
-    const FsckKind kind = why == k_leftover ? FsckKind::leftover : FsckKind::damage;
-    listing.files.push_back({std::move(relative), FileKind::stray, {}, {}, std::move(why), kind});
-  };
-  list_directory(root_fd, ".", listing, [&](const std::string& name, unsigned char d_type) {
-    if (name.starts_with(std::string(k_format_file) + ".tmp.")) {
-      add_stray(name, name, entry_type(root_fd, name, d_type));
-    }
-  });
-  list_directory(root_fd, "objects", listing, [&](const std::string& algorithm_name, unsigned char d_type) {
-    const std::string algorithm_dir = "objects/" + algorithm_name;
-    const auto type = entry_type(root_fd, algorithm_dir, d_type);
-    if (type != DT_DIR || !digest::parse_algorithm(algorithm_name)) {
-      add_stray(algorithm_dir, algorithm_name, type == DT_DIR ? static_cast<unsigned char>(DT_UNKNOWN) : type);
-      return;
-    }
-    list_directory(root_fd, algorithm_dir, listing, [&](const std::string& shard, unsigned char shard_d_type) {
-      const std::string shard_dir = algorithm_dir + "/" + shard;
-      const auto shard_type = entry_type(root_fd, shard_dir, shard_d_type);
-      if (shard_type != DT_DIR) {
-        add_stray(shard_dir, shard, shard_type);
-        return;
-      }
-      list_directory(root_fd, shard_dir, listing, [&](const std::string& name, unsigned char file_d_type) {
-        const std::string relative = shard_dir + "/" + name;
-        const auto file_type = entry_type(root_fd, relative, file_d_type);
-        constexpr std::string_view suffix = ".jsonl";
-        if (file_type == DT_REG && name.ends_with(suffix)) {
-          const std::string hex = name.substr(0, name.size() - suffix.size());
-          auto key = parse_digest_key(algorithm_name + ":" + hex);
-          if (key && hex.starts_with(shard) && shard.size() == 2) {
-            listing.files.push_back({relative, FileKind::artifact_log, *key, {}, {}});
-            return;
-          }
-        }
-        add_stray(relative, name, file_type);
-      });
-    });
-  });
-  list_directory(root_fd, "builds", listing, [&](const std::string& project, unsigned char d_type) {
-    const std::string project_dir = "builds/" + project;
-    const auto type = entry_type(root_fd, project_dir, d_type);
-    if (type != DT_DIR) {
-      add_stray(project_dir, project, type);
-      return;
-    }
-    list_directory(root_fd, project_dir, listing, [&](const std::string& name, unsigned char file_d_type) {
-      const std::string relative = project_dir + "/" + name;
-      const auto file_type = entry_type(root_fd, relative, file_d_type);
-      constexpr std::string_view suffix = ".jsonl";
-      if (file_type == DT_REG && name.size() > suffix.size() && name.ends_with(suffix)) {
-        BuildRef build{DirectoryStore::decode_component(project),
-                       DirectoryStore::decode_component(name.substr(0, name.size() - suffix.size()))};
-        listing.files.push_back({relative, FileKind::build_index, {}, std::move(build), {}});
-        return;
-      }
-      add_stray(relative, name, file_type);
-    });
-  });
-  return listing;
-}
+using StoreFile = layout::Entry;
+using FileKind = layout::Entry::Kind;
 
 // Whether `event` belongs in `file`: an artifact log holds the artifact's
 // own events and the `installed` events of its installed copies; a build
@@ -234,19 +79,6 @@ check_contents(const StoreFile& file, std::string_view text)
     checked.events.push_back(std::move(event));
   }
   return checked;
-}
-
-// quarantine/<UTC time>-<pid>: one directory per repairing run.
-std::string
-quarantine_run_name()
-{
-  std::string stamp;
-  for (const char c : util::format_rfc3339(util::now_ns())) {
-    if (c != '-' && c != ':' && c != '.') {
-      stamp += c;
-    }
-  }
-  return "quarantine/" + stamp + "-" + std::to_string(::getpid());
 }
 
 // Puts a copy of the file open as `fd` (called `name` in `dir_fd`) at
@@ -376,7 +208,7 @@ rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra,
     root_fd,
     file.relative,
     file.relative,
-    "repair",
+    layout::TempTag::repair,
     true,
     [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
       Checked checked = check_contents(file, log.text);
@@ -440,19 +272,20 @@ DirectoryStore::fsck(const FsckOptions& options) const
     return report; // no store yet: nothing to check
   }
   const int root_fd = m_root_fd.get();
-  Listing listing = list_store(root_fd);
+  const layout::Walk listing = layout::walk(root_fd, layout::WalkScope::everything);
   if (!listing.errors.empty()) {
-    const auto& [dir, why] = listing.errors.front();
-    return make_error(m_root + "/" + dir, "cannot be listed: " + why);
+    const auto& error = listing.errors.front();
+    return make_error(m_root + "/" + error.relative, "cannot be listed: " + error.message);
   }
-  const size_t total = listing.files.size();
+  const size_t total = listing.entries.size();
   std::vector<const StoreFile*> damaged;
   std::vector<std::vector<size_t>> findings_of(total); // indexes into report.findings
   for (size_t i = 0; i < total; ++i) {
-    const StoreFile& file = listing.files[i];
+    const StoreFile& file = listing.entries[i];
     const size_t before = report.findings.size();
     if (file.kind == FileKind::stray) {
-      report.findings.push_back({file.relative, 0, file.why_stray, file.stray_kind, {}});
+      report.findings.push_back(
+        {file.relative, 0, file.why_stray, file.leftover ? FsckKind::leftover : FsckKind::damage, {}});
     } else {
       (file.kind == FileKind::artifact_log ? report.logs : report.build_indexes) += 1;
       auto fd = detail::open_below(root_fd, file.relative, O_RDONLY | O_NONBLOCK, false);
@@ -482,8 +315,8 @@ DirectoryStore::fsck(const FsckOptions& options) const
     return report;
   }
 
-  report.quarantine = quarantine_run_name();
-  const auto counterparts = gather_counterparts(root_fd, listing.files, damaged);
+  report.quarantine = layout::quarantine_run(util::now_ns());
+  const auto counterparts = gather_counterparts(root_fd, listing.entries, damaged);
   static const std::vector<Event> k_none;
   for (const StoreFile* file : damaged) {
     const std::string quarantined_as = report.quarantine + "/" + file->relative;
@@ -492,14 +325,14 @@ DirectoryStore::fsck(const FsckOptions& options) const
       auto moved = move_aside(root_fd, file->relative, quarantined_as);
       repair = moved ? "moved to " + quarantined_as : std::string();
       if (!moved) {
-        report.findings[findings_of[file - listing.files.data()].front()].problem +=
+        report.findings[findings_of[file - listing.entries.data()].front()].problem +=
           " (not repaired: " + moved.error().message + ")";
       }
     } else {
       auto extra = counterparts.find(file->relative);
       auto rebuilt = rebuild_log(root_fd, *file, extra == counterparts.end() ? k_none : extra->second, quarantined_as);
       if (!rebuilt) {
-        report.findings[findings_of[file - listing.files.data()].front()].problem +=
+        report.findings[findings_of[file - listing.entries.data()].front()].problem +=
           " (not repaired: " + rebuilt.error().message + ")";
         continue;
       }
@@ -514,7 +347,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
           : "already repaired";
     }
     if (!repair.empty()) {
-      for (size_t f : findings_of[file - listing.files.data()]) {
+      for (size_t f : findings_of[file - listing.entries.data()]) {
         report.findings[f].repair = repair;
         ++report.repaired;
       }

@@ -4,10 +4,12 @@
 // Not part of the store's interface.
 
 #include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/layout.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -17,6 +19,10 @@ namespace fingerprint::store::detail {
 // Opens `relative` below the store root with O_NOFOLLOW on every component;
 // a file that does not exist yields an invalid Fd unless `flags` has O_CREAT.
 Expected<util::Fd> open_below(int root_fd, const std::string& relative, int flags, bool create_parents);
+
+// Creates the store's format file when it is missing (two processes
+// creating a store at once agree on one), and checks it.
+Expected<void> ensure_format_file(int root_fd, const std::string& root);
 
 // flock(), retrying on EINTR.
 bool lock(int fd, int operation);
@@ -53,7 +59,7 @@ using Decide = std::function<Expected<Replacement>(const LockedLog& log)>;
 // exclusive flock() on the log's current inode (if a rewrite renamed a new
 // log over it meanwhile, the new one is locked instead), reads it, asks
 // `decide`, and keeps it, unlinks it, or replaces it through a temporary
-// file `<name>.<tag>.<pid>` given the old one's mode and group, fsync'ed,
+// file (layout::temp_name) given the old one's mode and group, fsync'ed,
 // renamed over the log, and the directory fsync'ed. Appenders wait for the
 // lock and then find the new log, so nothing appended meanwhile is lost.
 // With `take_lock` false (a dry run) nothing is locked and `decide` must
@@ -62,9 +68,20 @@ using Decide = std::function<Expected<Replacement>(const LockedLog& log)>;
 Expected<void> replace_locked(int root_fd,
                               const std::string& relative,
                               const std::string& display,
-                              std::string_view tag,
+                              layout::TempTag tag,
                               bool take_lock,
                               const Decide& decide);
+
+// Whether a log of `size` bytes, open as `fd`, ends in a line cut short by
+// a writer that died mid-write (and not one a live writer is still copying).
+bool tail_is_torn(int fd, off_t size);
+
+// A warning about the log's last line (torn, unreadable, too long), if any.
+std::optional<std::string> look_at_tail(int fd, off_t size, bool torn);
+
+// After a short write of `written` bytes on an O_APPEND descriptor: takes
+// the partial line back when nothing came after it, and says what happened.
+std::string take_back(int fd, ssize_t written);
 
 // Splits a log into events and problems; `file` names it in problems.
 void parse_lines(std::string_view text, const std::string& file, LogContents& out);

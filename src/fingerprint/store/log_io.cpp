@@ -1,0 +1,316 @@
+// The directory store's file primitives: opening beneath the root, locks,
+// the one locked rewrite, and reading lines back (log_io.hpp).
+
+#include <fingerprint/store/format.hpp>
+#include <fingerprint/store/log_io.hpp>
+#include <fingerprint/util/fs.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fingerprint::store::detail {
+
+using util::Fd;
+
+// Opens `relative` below the store root for reading; a file that does not
+// exist yields an invalid Fd, not an error.
+Expected<Fd>
+open_below(int root_fd, const std::string& relative, int flags, bool create_parents)
+{
+  const auto [dir, name] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(root_fd, dir, create_parents);
+  if (!dir_fd || !dir_fd->valid()) {
+    return dir_fd;
+  }
+  Fd fd(::openat(dir_fd->get(), std::string(name).c_str(), flags | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!fd) {
+    if (errno == ENOENT && (flags & O_CREAT) == 0) {
+      return Fd();
+    }
+    if (errno == ELOOP) {
+      return make_error(relative, "is a symbolic link (not followed inside the store)");
+    }
+    return make_error(relative, util::errno_text(errno));
+  }
+  return fd;
+}
+
+// Takes flock() on `fd`, retrying on EINTR.
+bool
+lock(int fd, int operation)
+{
+  while (::flock(fd, operation) != 0) {
+    if (errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// After waiting for a lock, the log may have been replaced by a compaction
+// (rename over it); appending to the old inode would lose the event.
+bool
+still_linked(int dir_fd, std::string_view name, int fd)
+{
+  struct stat by_fd
+  {};
+  struct stat by_name
+  {};
+  return ::fstat(fd, &by_fd) == 0 && ::fstatat(dir_fd, std::string(name).c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0
+         && by_fd.st_ino == by_name.st_ino && by_fd.st_dev == by_name.st_dev;
+}
+
+// Every line the store writes is one flat object that starts with {"v":
+// and ends with its only '}'. A line that begins like that (or is a prefix
+// of that beginning) and has no '}' is the front of an event whose writer
+// died mid-write.
+bool
+looks_torn(std::string_view line)
+{
+  constexpr std::string_view k_start = "{\"v\":";
+  const bool starts = line.size() < k_start.size() ? k_start.starts_with(line) : line.starts_with(k_start);
+  return starts && line.find('}') == std::string_view::npos;
+}
+
+void
+parse_lines(std::string_view text, const std::string& file, LogContents& out)
+{
+  size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    const size_t newline = text.find('\n');
+    if (newline == std::string_view::npos) {
+      out.torn_tail = true;
+      return;
+    }
+    const std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline + 1);
+    if (line.empty()) {
+      continue; // left by a writer that completed a torn line
+    }
+    if (line.size() > k_max_line_length) {
+      out.problems.push_back({file, line_number, "line longer than " + std::to_string(k_max_line_length) + " bytes"});
+      continue;
+    }
+    auto event = parse_event(line);
+    if (!event) {
+      out.problems.push_back({file, line_number, event.error().message, looks_torn(line)});
+      continue;
+    }
+    out.events.push_back(std::move(*event));
+  }
+}
+
+Expected<void>
+ensure_format_file(int root_fd, const std::string& root)
+{
+  const std::string path = root + "/" + std::string(k_format_file);
+  const std::string name(k_format_file);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Fd fd(::openat(root_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd) {
+      auto text = util::read_all(fd.get());
+      if (!text) {
+        return make_error(path, text.error().message);
+      }
+      if (auto format = check_format_file(*text, path); !format) {
+        return format.error();
+      }
+      return {};
+    }
+    if (errno != ENOENT) {
+      return make_error(path, util::errno_text(errno));
+    }
+    // Create it complete under a private name, then link() it into place:
+    // of two processes creating a store at once, one wins and both agree.
+    const std::string temp = layout::temp_name(name, layout::TempTag::create);
+    Fd out(::openat(root_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!out) {
+      return make_error(path, util::errno_text(errno));
+    }
+    auto written = util::write_all(out.get(), make_format_file(util::now_ns()));
+    if (!written || ::fsync(out.get()) != 0) {
+      ::unlinkat(root_fd, temp.c_str(), 0);
+      return make_error(path, written ? util::errno_text(errno) : written.error().message);
+    }
+    out.reset();
+    const int linked = ::linkat(root_fd, temp.c_str(), root_fd, name.c_str(), 0);
+    const int link_errno = errno;
+    ::unlinkat(root_fd, temp.c_str(), 0);
+    if (linked != 0 && link_errno != EEXIST) {
+      return make_error(path, util::errno_text(link_errno));
+    }
+    (void)util::fsync_directory(root_fd);
+  }
+  return make_error(path, "could not be created");
+}
+
+Expected<void>
+replace_locked(int root_fd,
+               const std::string& relative,
+               const std::string& display,
+               layout::TempTag tag,
+               bool take_lock,
+               const Decide& decide)
+{
+  const auto [dir, name_view] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(root_fd, dir, false);
+  if (!dir_fd) {
+    return make_error(display, dir_fd.error().message);
+  }
+  if (!dir_fd->valid()) {
+    return make_error(display, "no such log");
+  }
+  const std::string name(name_view);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    // Read-write: on NFS flock() is emulated with byte-range locks, and an
+    // exclusive one needs a descriptor open for writing.
+    Fd fd(::openat(dir_fd->get(), name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) {
+      return make_error(display, errno == ENOENT ? "no such log" : util::errno_text(errno));
+    }
+    if (take_lock && !lock(fd.get(), LOCK_EX)) {
+      return make_error(display, "cannot lock: " + util::errno_text(errno));
+    }
+    if (!still_linked(dir_fd->get(), name, fd.get())) {
+      continue; // another rewrite got there first
+    }
+    auto text = util::read_all(fd.get());
+    if (!text) {
+      return make_error(display, text.error().message);
+    }
+    auto decided = decide(LockedLog{dir_fd->get(), name, fd.get(), *text});
+    if (!decided) {
+      return decided.error();
+    }
+    if (decided->action == Replacement::Action::keep) {
+      return {};
+    }
+    if (!take_lock) {
+      return make_error(display, "not rewritten without its lock");
+    }
+    if (decided->action == Replacement::Action::remove) {
+      // Under the lock: an appender waiting for it finds the name gone and
+      // starts a new log, so nothing appended meanwhile is lost.
+      if (::unlinkat(dir_fd->get(), name.c_str(), 0) != 0) {
+        return make_error(display, "cannot remove: " + util::errno_text(errno));
+      }
+      if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
+        return make_error(display, synced.error().message);
+      }
+      return {};
+    }
+    const std::string temp = layout::temp_name(name, tag);
+    Fd out(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!out) {
+      return make_error(display, "cannot create a temporary file: " + util::errno_text(errno));
+    }
+    // Another user's rewrite must not close a shared log to the group.
+    if (auto access = util::copy_access(fd.get(), out.get()); !access) {
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(display, "cannot give the rewritten log the old one's mode: " + access.error().message);
+    }
+    auto written = util::write_all(out.get(), decided->text);
+    if (!written || ::fsync(out.get()) != 0) {
+      const std::string why = written ? util::errno_text(errno) : written.error().message;
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(display, "cannot write the rewritten log: " + why);
+    }
+    if (::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), name.c_str()) != 0) {
+      const std::string why = util::errno_text(errno);
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(display, "cannot replace the log: " + why);
+    }
+    if (auto synced = util::fsync_directory(dir_fd->get()); !synced) {
+      return make_error(display, synced.error().message);
+    }
+    return {}; // the lock on the old inode goes with `fd`
+  }
+  return make_error(display, "log kept being replaced while rewriting it");
+}
+
+// Whether a log of `size` bytes ends in a torn line. A live writer's line
+// also shows without its newline while the kernel copies it: the size
+// grows a page (or folio) at a time, so mid-write it is page-aligned. Such a
+// tail is looked at again, after yielding, before it is taken as torn; an
+// occasional wrong guess costs an empty line, which readers skip and
+// compaction drops.
+bool
+tail_is_torn(int fd, off_t size)
+{
+  char last = '\n';
+  if (size <= 0 || ::pread(fd, &last, 1, size - 1) != 1 || last == '\n') {
+    return false;
+  }
+  for (int look = 0; look < 3 && size % 4096 == 0; ++look) {
+    ::sched_yield();
+    struct stat again
+    {};
+    if (::fstat(fd, &again) != 0 || again.st_size != size) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// What an appender can see cheaply of a log's health: its last line. A torn
+// line or an unreadable last line is worth a warning (the append itself
+// goes ahead: it loses nothing). Lines deeper in the log are fsck's to find.
+std::optional<std::string>
+look_at_tail(int fd, off_t size, bool torn)
+{
+  if (torn) {
+    return "ends in a torn line (a writer died mid-write)";
+  }
+  constexpr off_t k_window = 32 * 1024;
+  if (size <= 1) {
+    return std::nullopt;
+  }
+  const off_t length = std::min(size, k_window);
+  std::string tail(static_cast<size_t>(length), '\0');
+  if (::pread(fd, tail.data(), tail.size(), size - length) != length) {
+    return std::nullopt;
+  }
+  tail.pop_back(); // its newline
+  const size_t start = tail.rfind('\n');
+  if (start == std::string::npos && size > k_window) {
+    return "ends in a line longer than " + std::to_string(k_window / 1024) + " KiB";
+  }
+  const std::string_view line = std::string_view(tail).substr(start == std::string::npos ? 0 : start + 1);
+  if (line.empty()) {
+    return std::nullopt;
+  }
+  if (auto event = parse_event(line); !event) {
+    return "its last line is unreadable (" + event.error().message + ")";
+  }
+  return std::nullopt;
+}
+
+// After a short write on an O_APPEND descriptor, our partial line ends where
+// the descriptor's offset now is. Taken back (truncated) when nothing came
+// after it, under the exclusive lock; otherwise it stays as one unreadable
+// line that readers skip and fsck reports.
+std::string
+take_back(int fd, ssize_t written)
+{
+  const off_t end = ::lseek(fd, 0, SEEK_CUR);
+  if (written <= 0) {
+    return "nothing was appended";
+  }
+  struct stat st
+  {};
+  if (end >= written && lock(fd, LOCK_EX) && ::fstat(fd, &st) == 0 && st.st_size == end
+      && ::ftruncate(fd, end - written) == 0) {
+    return "the partial line was taken back; nothing was appended";
+  }
+  return "a partial line of " + std::to_string(written) + " bytes remains at byte " + std::to_string(end - written)
+         + " (readers skip it; fingerprint fsck --repair removes it)";
+}
+
+} // namespace fingerprint::store::detail
