@@ -80,17 +80,11 @@ summary_json(const BuildSummary& summary)
 }
 
 int
-run_builds(const Args& args, Context& context)
+run_builds(Invocation& call)
 {
-  if (!args.positional().empty()) {
-    print_error(context, "builds: takes no arguments (did you mean: fingerprint build show PROJECT BUILD?)");
-    return k_exit_usage;
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   const auto project = args.value("project");
   std::vector<BuildSummary> summaries;
   std::vector<store::LogProblem> problems;
@@ -135,30 +129,22 @@ run_builds(const Args& args, Context& context)
   return k_exit_ok;
 }
 
+constexpr std::string_view k_build_usage =
+  "usage: fingerprint build show PROJECT BUILD (fingerprint builds lists them)";
+
 int
-run_build(const Args& args, Context& context)
+run_build(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
   const auto& words = args.positional();
-  if (words.size() != 3 || words[0] != "show") {
-    print_error(context, "build: usage: fingerprint build show PROJECT BUILD (fingerprint builds lists them)");
+  if (words[0] != "show") {
+    print_error(context, "build: " + std::string(k_build_usage));
     return k_exit_usage;
   }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
   const store::BuildRef ref{words[1], words[2]};
-  auto index = store->read_build(ref);
+  auto index = read_build_index(call, ref, " (fingerprint builds --project " + ref.project + " lists them)");
   if (!index) {
-    print_error(context, index.error().message);
-    return k_exit_failure;
-  }
-  report_problems(context, store->location(), index->problems);
-  if (index->events.empty()) {
-    print_error(context,
-                "no build " + ref.build + " of project " + ref.project + " in " + store->location()
-                  + " (fingerprint builds --project " + ref.project + " lists them)");
     return k_exit_failure;
   }
   const BuildSummary summary = summarize(ref, std::move(index->events));
@@ -216,19 +202,27 @@ run_build(const Args& args, Context& context)
 const Command&
 builds_command()
 {
-  static const Command k_command{"builds",
-                                 "[--project P] [--json]",
-                                 "list the recorded builds: project, build id, time, host, counts, build tree",
-                                 k_builds_options,
-                                 run_builds};
+  static const Command k_command{
+    .name = "builds",
+    .synopsis = "[--project P] [--json]",
+    .summary = "list the recorded builds: project, build id, time, host, counts, build tree",
+    .options = k_builds_options,
+    .run = run_builds,
+    .needs = Needs::store,
+    .arity = {0, 0, "takes no arguments (did you mean: fingerprint build show PROJECT BUILD?)"}};
   return k_command;
 }
 
 const Command&
 build_command()
 {
-  static const Command k_command{
-    "build", "show PROJECT BUILD [--json]", "what one build produced and consumed", k_build_options, run_build};
+  static const Command k_command{.name = "build",
+                                 .synopsis = "show PROJECT BUILD [--json]",
+                                 .summary = "what one build produced and consumed",
+                                 .options = k_build_options,
+                                 .run = run_build,
+                                 .needs = Needs::store,
+                                 .arity = {3, 3, k_build_usage}};
   return k_command;
 }
 

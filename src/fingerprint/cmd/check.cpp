@@ -1,7 +1,7 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/query/index.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/query/index.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 
 #include <map>
@@ -45,43 +45,36 @@ explain_missing(const store::Store& store,
   return "the file was modified after the build (the store recorded " + latest->digest + ")";
 }
 
+constexpr std::string_view k_usage = "give --build-dir D and exactly one FILE";
+
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   const auto build_dir = args.value("build-dir");
-  if (args.positional().size() != 1 || !build_dir) {
-    print_error(context, "check: give --build-dir D and exactly one FILE");
-    return k_exit_usage;
-  }
-  auto algorithm = algorithm_option(args);
-  auto root = store_path(args);
-  if (!algorithm || !root) {
-    print_error(context, "check: " + (!algorithm ? algorithm.error().message : root.error().message));
+  if (!build_dir) {
+    print_error(context, "check: " + std::string(k_usage));
     return k_exit_usage;
   }
   const std::string path = absolute_path(args.positional().front());
   const std::string tree = absolute_path(*build_dir);
   const auto target = args.value("target");
 
-  digest::Hasher hasher(*algorithm);
+  digest::Hasher hasher(call.algorithm);
   auto file = digest::digest_path(hasher, path, nullptr);
   if (!file) {
     print_error(context, file.error().message);
     return k_exit_failure;
   }
-  auto opened = store::open_store(*root, store::Access::read);
-  if (!opened) {
-    print_error(context, opened.error().message);
-    return k_exit_failure;
-  }
-  const auto& store = *opened;
-  const store::DigestKey key{*algorithm, file->hex};
+  const store::DigestKey key{call.algorithm, file->hex};
   auto record = store::load_record(*store, key);
   if (!record) {
     print_error(context, record.error().message);
     return k_exit_failure;
   }
-  report_problems(context, *root, record->problems);
+  report_problems(context, store->location(), record->problems);
   const store::Event* producer = nullptr;
   for (const auto& event : record->producers) {
     if (event.event == store::EventKind::produced && event.build_dir == tree && (!target || event.target == *target)) {
@@ -116,7 +109,7 @@ run(const Args& args, Context& context)
     auto event = store::parse_event(line);
     if (event && store::serialize(*event) != line) {
       print_error(context,
-                  *root + "/" + key.log_path() + ":" + std::to_string(line_number)
+                  store->location() + "/" + key.log_path() + ":" + std::to_string(line_number)
                     + ": does not survive serialize -> parse -> serialize byte for byte");
       return k_exit_failure;
     }
@@ -132,12 +125,14 @@ run(const Args& args, Context& context)
 const Command&
 check_command()
 {
-  static const Command k_command{"check",
-                                 "--build-dir D [--target T] FILE",
-                                 "the CTest round trip: FILE's bytes were recorded as produced by build tree D, "
-                                 "and its record re-serializes byte for byte",
-                                 k_options,
-                                 run};
+  static const Command k_command{.name = "check",
+                                 .synopsis = "--build-dir D [--target T] FILE",
+                                 .summary = "the CTest round trip: FILE's bytes were recorded as produced by build "
+                                            "tree D, and its record re-serializes byte for byte",
+                                 .options = k_options,
+                                 .run = run,
+                                 .needs = Needs::store,
+                                 .arity = {1, 1, k_usage}};
   return k_command;
 }
 

@@ -1,8 +1,13 @@
 #pragma once
 
 #include <fingerprint/cmd/args.hpp>
+#include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/store/artifact_record.hpp>
+#include <fingerprint/store/store.hpp>
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,15 +24,52 @@ struct Context
   std::FILE* err = stderr;
 };
 
-// One subcommand: its name, how it is called, and what runs it. All of them
-// live in one table (commands.cpp), which `help` lists.
+// What main() sets up before a command runs, once for all of them, as
+// ninja's tool table says when each tool runs.
+enum class Needs
+{
+  nothing,  // the command sets up for itself
+  store,    // the store, opened (Command::access says how)
+  artifact, // the store, and the record of the first argument (FILE|DIGEST),
+            // which must be recorded: "not recorded" is answered for it
+};
+
+// How many positional arguments a command takes; `usage` is the message
+// when the count is wrong ("<name>: <usage>", exit 2).
+struct Arity
+{
+  size_t min = 0;
+  size_t max = SIZE_MAX;
+  std::string_view usage = {};
+};
+
+// One call of a command, with what main() set up for it.
+struct Invocation
+{
+  const Args& args;
+  Context& context;
+  // --algorithm, checked, for every command whose options list it.
+  digest::Algorithm algorithm = digest::k_default_algorithm;
+  // Needs::store and Needs::artifact.
+  std::unique_ptr<store::Store> store;
+  // Needs::artifact. Problems met in its log are in it, for the command to
+  // report as it sees fit.
+  std::optional<store::ArtifactRecord> artifact;
+};
+
+// One subcommand: its name, how it is called, what it needs and what runs
+// it. All of them live in one table (main.cpp), which `help` lists.
 struct Command
 {
   std::string_view name;
   std::string_view synopsis; // arguments after the name
   std::string_view summary;  // one line for `fingerprint help`
   std::span<const OptionSpec> options;
-  int (*run)(const Args& args, Context& context);
+  int (*run)(Invocation& call);
+  Needs needs = Needs::nothing;
+  Arity arity = {};
+  // How the store is opened (Needs::store); null: for reading.
+  store::Access (*access)(const Args& args) = nullptr;
 };
 
 // The table, in the order `help` lists it.

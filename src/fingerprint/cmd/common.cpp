@@ -57,24 +57,6 @@ store_path(const Args& args)
   return Error{"no store: give --store DIR or set FINGERPRINT_DIR (HOME is not set either)"};
 }
 
-std::unique_ptr<store::Store>
-open_store_for_reading(const Args& args, Context& context, int& status)
-{
-  auto root = store_path(args);
-  if (!root) {
-    print_error(context, root.error().message);
-    status = k_exit_usage;
-    return nullptr;
-  }
-  auto store = store::open_store(*root, store::Access::read);
-  if (!store) {
-    print_error(context, store.error().message);
-    status = k_exit_failure;
-    return nullptr;
-  }
-  return std::move(*store);
-}
-
 Expected<digest::Algorithm>
 algorithm_option(const Args& args)
 {
@@ -192,6 +174,24 @@ std::string
 dump_json(const nlohmann::ordered_json& value)
 {
   return value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::optional<store::LogContents>
+read_build_index(Invocation& call, const store::BuildRef& ref, std::string_view hint)
+{
+  auto index = call.store->read_build(ref);
+  if (!index) {
+    print_error(call.context, index.error().message);
+    return std::nullopt;
+  }
+  report_problems(call.context, call.store->location(), index->problems);
+  if (index->events.empty()) {
+    print_error(call.context,
+                "no build " + ref.build + " of project " + ref.project + " in " + call.store->location()
+                  + std::string(hint));
+    return std::nullopt;
+  }
+  return std::move(*index);
 }
 
 void

@@ -6,9 +6,9 @@
 #include <fingerprint/cmd/args.hpp>
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
-#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fs.hpp>
@@ -39,10 +39,6 @@ void report_problems(Context& context, const std::string& store_root, const std:
 
 // --store > $FINGERPRINT_DIR > ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.
 Expected<std::string> store_path(const Args& args);
-
-// The store, opened for reading: on failure prints why, sets `status` (2
-// when no store can be named, 1 when it cannot be read) and returns nothing.
-std::unique_ptr<store::Store> open_store_for_reading(const Args& args, Context& context, int& status);
 
 // --algorithm, validated.
 Expected<digest::Algorithm> algorithm_option(const Args& args);
@@ -98,6 +94,13 @@ private:
   int64_t m_last = 0;
   bool m_shown = false;
 };
+
+// The index of build `ref`, with its problems reported; when it cannot be
+// read or is empty, prints why ("no build B of project P in S" and `hint`)
+// and returns nothing (the command exits 1).
+std::optional<store::LogContents> read_build_index(Invocation& call,
+                                                   const store::BuildRef& ref,
+                                                   std::string_view hint = {});
 
 // Writes `text` to the context's output.
 void write_out(Context& context, std::string_view text);

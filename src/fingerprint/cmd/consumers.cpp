@@ -33,33 +33,13 @@ product_name(const store::Store& store, const std::string& product, std::map<std
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
-  if (args.positional().size() != 1) {
-    print_error(context, "consumers: give exactly one FILE or DIGEST");
-    return k_exit_usage;
-  }
-  auto algorithm = algorithm_option(args);
-  if (!algorithm) {
-    print_error(context, "consumers: " + algorithm.error().message);
-    return k_exit_usage;
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
-  const std::string& argument = args.positional().front();
-  auto record = load_artifact(*store, argument, *algorithm, context);
-  if (!record) {
-    return k_exit_failure;
-  }
-  const store::DigestKey& key = record->key;
-  if (!record->recorded()) {
-    report_problems(context, store->location(), record->problems);
-    print_error(context, argument + ": not recorded (" + key.str() + ") in the store " + store->location());
-    return k_exit_failure;
-  }
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
+  // Problems in the artifact's own log are met again, and reported, below.
+  const store::DigestKey& key = call.artifact->key;
   const bool transitive = args.flag("transitive");
   std::vector<store::LogProblem> problems;
   auto hits = store->find_consumers(key, transitive, problems);
@@ -113,11 +93,13 @@ run(const Args& args, Context& context)
 const Command&
 consumers_command()
 {
-  static const Command k_command{"consumers",
-                                 "[--json] [--transitive] FILE|DIGEST",
-                                 "which builds consumed an artifact (and, transitively, their products)",
-                                 k_options,
-                                 run};
+  static const Command k_command{.name = "consumers",
+                                 .synopsis = "[--json] [--transitive] FILE|DIGEST",
+                                 .summary = "which builds consumed an artifact (and, transitively, their products)",
+                                 .options = k_options,
+                                 .run = run,
+                                 .needs = Needs::artifact,
+                                 .arity = {1, 1, "give exactly one FILE or DIGEST"}};
   return k_command;
 }
 

@@ -43,8 +43,10 @@ checksum_line(const std::string& hex, const std::string& name)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
   auto algorithm = algorithm_option(args);
   if (!algorithm) {
     print_error(context, "digest: " + algorithm.error().message);

@@ -99,8 +99,11 @@ statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   const auto format = args.value("format");
   if (!format || *format != "in-toto") {
     print_error(context, "export: --format in-toto is required (the only format so far)");
@@ -114,22 +117,12 @@ run(const Args& args, Context& context)
                 "export: give one FILE or DIGEST (exports the build that produced it), or --project P --build B");
     return k_exit_usage;
   }
-  auto algorithm = algorithm_option(args);
-  if (!algorithm) {
-    print_error(context, "export: " + algorithm.error().message);
-    return k_exit_usage;
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
   store::BuildRef ref;
   if (project) {
     ref = {*project, *build};
   } else {
     const std::string& argument = args.positional().front();
-    auto record = load_artifact(*store, argument, *algorithm, context);
+    auto record = load_artifact(*store, argument, call.algorithm, context);
     if (!record) {
       return k_exit_failure;
     }
@@ -147,14 +140,8 @@ run(const Args& args, Context& context)
     }
     ref = {newest->project, newest->build};
   }
-  auto index = store->read_build(ref);
+  auto index = read_build_index(call, ref);
   if (!index) {
-    print_error(context, index.error().message);
-    return k_exit_failure;
-  }
-  report_problems(context, store->location(), index->problems);
-  if (index->events.empty()) {
-    print_error(context, "no build " + ref.build + " of project " + ref.project + " in " + store->location());
     return k_exit_failure;
   }
   write_out(context, dump_json(statement(ref, index->events)));
@@ -166,11 +153,12 @@ run(const Args& args, Context& context)
 const Command&
 export_command()
 {
-  static const Command k_command{"export",
-                                 "--format in-toto FILE|DIGEST | --project P --build B",
-                                 "provenance of the build that produced an artifact, as in-toto / SLSA v1",
-                                 k_options,
-                                 run};
+  static const Command k_command{.name = "export",
+                                 .synopsis = "--format in-toto FILE|DIGEST | --project P --build B",
+                                 .summary = "provenance of the build that produced an artifact, as in-toto / SLSA v1",
+                                 .options = k_options,
+                                 .run = run,
+                                 .needs = Needs::store};
   return k_command;
 }
 

@@ -14,17 +14,11 @@ constexpr OptionSpec k_options[] = {
 };
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
-  if (!args.positional().empty()) {
-    print_error(context, "fsck: takes no arguments (the store is --store DIR or $FINGERPRINT_DIR)");
-    return k_exit_usage;
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   store::FsckOptions options;
   options.repair = args.flag("repair");
   Expected<store::FsckReport> report = Error{};
@@ -107,11 +101,15 @@ run(const Args& args, Context& context)
 const Command&
 fsck_command()
 {
-  static const Command k_command{"fsck",
-                                 "[--repair] [--json]",
-                                 "check every log of the store; --repair quarantines and rebuilds (never deletes)",
-                                 k_options,
-                                 run};
+  static const Command k_command{
+    .name = "fsck",
+    .synopsis = "[--repair] [--json]",
+    .summary = "check every log of the store; --repair quarantines and rebuilds (never deletes)",
+    .options = k_options,
+    .run = run,
+    .needs = Needs::store,
+    .arity = {0, 0, "takes no arguments (the store is --store DIR or $FINGERPRINT_DIR)"},
+    .access = [](const Args& args) { return args.flag("repair") ? store::Access::update : store::Access::read; }};
   return k_command;
 }
 

@@ -83,12 +83,11 @@ struct UnitFacts
 };
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
-  if (!args.positional().empty()) {
-    print_error(context, "gc: takes no arguments");
-    return k_exit_usage;
-  }
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   const bool dry_run = args.flag("dry-run");
   const bool missing_dirs = args.flag("missing-build-dirs");
   int64_t max_age = -1;
@@ -111,11 +110,6 @@ run(const Args& args, Context& context)
   if (!missing_dirs && max_age < 0 && keep < 0) {
     print_error(context, "gc: say what goes: --missing-build-dirs, --older-than AGE and/or --keep-builds N");
     return k_exit_usage;
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
   }
   auto builds = store->list_builds();
   if (!builds) {
@@ -279,11 +273,14 @@ const Command&
 gc_command()
 {
   static const Command k_command{
-    "gc",
-    "[--dry-run] [--missing-build-dirs] [--older-than AGE] [--keep-builds N] [--json]",
-    "drop old builds' events (retention driven by the build index); artifacts left without events go",
-    k_options,
-    run};
+    .name = "gc",
+    .synopsis = "[--dry-run] [--missing-build-dirs] [--older-than AGE] [--keep-builds N] [--json]",
+    .summary = "drop old builds' events (retention driven by the build index); artifacts left without events go",
+    .options = k_options,
+    .run = run,
+    .needs = Needs::store,
+    .arity = {0, 0, "takes no arguments"},
+    .access = [](const Args& args) { return args.flag("dry-run") ? store::Access::read : store::Access::update; }};
   return k_command;
 }
 

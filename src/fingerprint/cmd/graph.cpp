@@ -396,8 +396,11 @@ write_file(const std::string& path, std::string_view text)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   const std::string format = args.value("format").value_or("text");
   const std::set<std::string> formats = {"text", "dot", "mermaid", "json", "svg", "html"};
   if (!formats.contains(format)) {
@@ -413,11 +416,6 @@ run(const Args& args, Context& context)
       print_error(context, k_no_dot);
       return k_exit_failure;
     }
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
   }
   const bool per_target = args.flag("artifacts");
   auto all = collect(*store, per_target, context);
@@ -504,11 +502,12 @@ const Command&
 graph_command()
 {
   static const Command k_command{
-    "graph",
-    "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--output FILE]",
-    "the producer -> consumer graph between projects (or targets)",
-    k_options,
-    run};
+    .name = "graph",
+    .synopsis = "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--output FILE]",
+    .summary = "the producer -> consumer graph between projects (or targets)",
+    .options = k_options,
+    .run = run,
+    .needs = Needs::store};
   return k_command;
 }
 

@@ -1,8 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/query/index.hpp>
-#include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/hook/recorder.hpp>
+#include <fingerprint/query/index.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/text.hpp>
 
@@ -128,8 +128,10 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
   if (!args.value("project") || !args.value("build-dir")) {
     print_error(context, "installed: --project and --build-dir are required");
     return k_exit_usage;

@@ -59,8 +59,10 @@ run_command(const std::vector<std::string>& command)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
   std::vector<std::string> command = args.positional();
   const auto project = args.value("project");
   const auto target = args.value("target");

@@ -126,6 +126,59 @@ unknown_command(Context& context, std::string_view name)
   return usage_error(context, message);
 }
 
+// Checks the arguments' count and --algorithm, opens the store and loads
+// the artifact as the command's table entry asks, then runs it.
+int
+set_up_and_run(const Command& command, const Args& args, Context& context)
+{
+  Invocation call{.args = args,
+                  .context = context,
+                  .algorithm = digest::k_default_algorithm,
+                  .store = nullptr,
+                  .artifact = std::nullopt};
+  const std::string name(command.name);
+  const size_t count = args.positional().size();
+  if (count < command.arity.min || count > command.arity.max) {
+    print_error(context, name + ": " + std::string(command.arity.usage));
+    return k_exit_usage;
+  }
+  if (command.needs == Needs::nothing) {
+    return command.run(call);
+  }
+  if (auto algorithm = algorithm_option(args)) {
+    call.algorithm = *algorithm;
+  } else {
+    print_error(context, name + ": " + algorithm.error().message);
+    return k_exit_usage;
+  }
+  auto root = store_path(args);
+  if (!root) {
+    print_error(context, root.error().message);
+    return k_exit_usage;
+  }
+  auto opened = store::open_store(*root, command.access != nullptr ? command.access(args) : store::Access::read);
+  if (!opened) {
+    print_error(context, opened.error().message);
+    return k_exit_failure;
+  }
+  call.store = std::move(*opened);
+  if (command.needs == Needs::artifact) {
+    const std::string& argument = args.positional().front();
+    auto record = load_artifact(*call.store, argument, call.algorithm, context);
+    if (!record) {
+      return k_exit_failure;
+    }
+    if (!record->recorded()) {
+      report_problems(context, call.store->location(), record->problems);
+      print_error(context,
+                  argument + ": not recorded (" + record->key.str() + ") in the store " + call.store->location());
+      return k_exit_failure;
+    }
+    call.artifact = std::move(*record);
+  }
+  return command.run(call);
+}
+
 int
 run(std::vector<std::string> arguments, Context& context)
 {
@@ -184,7 +237,7 @@ run(std::vector<std::string> arguments, Context& context)
     write_out(context, command_help(*command));
     return k_exit_ok;
   }
-  return command->run(*args, context);
+  return set_up_and_run(*command, *args, context);
 }
 
 } // namespace

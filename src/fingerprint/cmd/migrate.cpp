@@ -1,6 +1,7 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/migrate.hpp>
 
 namespace fingerprint::cmd {
 
@@ -13,8 +14,10 @@ constexpr OptionSpec k_options[] = {
 };
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
   const auto from = args.value("from");
   const auto to = args.value("to");
   if (!from || from->empty() || !to || to->empty() || !args.positional().empty()) {
@@ -42,7 +45,7 @@ run(const Args& args, Context& context)
   Expected<store::MigrateReport> report = Error{};
   {
     Progress progress(context.err, "migrate", "steps (read every log, then copy)");
-    report = (*target)->import_from(*source, [&](size_t done, size_t total) { progress(done, total); });
+    report = store::migrate(*source, **target, [&](size_t done, size_t total) { progress(done, total); });
   }
   if (!report) {
     print_error(context, "migrate: " + report.error().message);

@@ -36,8 +36,10 @@ unique_absolute(const std::vector<std::string>& paths, const std::set<std::strin
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
+  const Args& args = call.args;
+  Context& context = call.context;
   const auto project = args.value("project");
   const auto target = args.value("target");
   if (!project || project->empty() || !target || target->empty()) {

@@ -75,34 +75,11 @@ json(const store::ArtifactRecord& record)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
-  if (args.positional().size() != 1) {
-    print_error(context, "show: give exactly one FILE or DIGEST");
-    return k_exit_usage;
-  }
-  auto algorithm = algorithm_option(args);
-  if (!algorithm) {
-    print_error(context, "show: " + algorithm.error().message);
-    return k_exit_usage;
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
-  const std::string& argument = args.positional().front();
-  auto record = load_artifact(*store, argument, *algorithm, context);
-  if (!record) {
-    return k_exit_failure;
-  }
-  const store::DigestKey& key = record->key;
-  report_problems(context, store->location(), record->problems);
-  if (!record->recorded()) {
-    print_error(context, argument + ": not recorded (" + key.str() + ") in the store " + store->location());
-    return k_exit_failure;
-  }
-  write_out(context, args.flag("json") ? dump_json(json(*record)) : human(*record));
+  const store::ArtifactRecord& record = *call.artifact;
+  report_problems(call.context, call.store->location(), record.problems);
+  write_out(call.context, call.args.flag("json") ? dump_json(json(record)) : human(record));
   return k_exit_ok;
 }
 
@@ -111,8 +88,13 @@ run(const Args& args, Context& context)
 const Command&
 show_command()
 {
-  static const Command k_command{
-    "show", "[--json] FILE|DIGEST", "who produced an artifact, who consumed it, and its names", k_options, run};
+  static const Command k_command{.name = "show",
+                                 .synopsis = "[--json] FILE|DIGEST",
+                                 .summary = "who produced an artifact, who consumed it, and its names",
+                                 .options = k_options,
+                                 .run = run,
+                                 .needs = Needs::artifact,
+                                 .arity = {1, 1, "give exactly one FILE or DIGEST"}};
   return k_command;
 }
 

@@ -1,7 +1,7 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
-#include <fingerprint/query/index.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/query/index.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 
 #include <map>
@@ -63,23 +63,17 @@ to_json(const Verdict& verdict)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
-  auto algorithm = algorithm_option(args);
-  if (!algorithm) {
-    print_error(context, "verify: " + algorithm.error().message);
-    return k_exit_usage;
-  }
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   const auto build_dir = args.value("build-dir");
   if (build_dir.has_value() == !args.positional().empty()) {
     print_error(context, "verify: give FILE... or --build-dir D, not both or neither");
     return k_exit_usage;
   }
   int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
   const std::optional<std::string> tree = build_dir ? std::optional(absolute_path(*build_dir)) : std::nullopt;
   auto latest = latest_by_path(*store, tree, context);
   if (!latest) {
@@ -108,7 +102,7 @@ run(const Args& args, Context& context)
   std::vector<digest::Algorithm> algorithms;
   std::map<digest::Algorithm, std::vector<size_t>> by_algorithm;
   for (size_t i = 0; i < verdicts.size(); ++i) {
-    digest::Algorithm algorithm_i = *algorithm;
+    digest::Algorithm algorithm_i = call.algorithm;
     if (verdicts[i].recorded) {
       if (auto key = store::parse_digest_key(verdicts[i].recorded->digest)) {
         algorithm_i = key->algorithm;
@@ -190,11 +184,12 @@ run(const Args& args, Context& context)
 const Command&
 verify_command()
 {
-  static const Command k_command{"verify",
-                                 "[--json] FILE... | [--json] --build-dir D",
-                                 "check that files still hold the bytes the store recorded for them",
-                                 k_options,
-                                 run};
+  static const Command k_command{.name = "verify",
+                                 .synopsis = "[--json] FILE... | [--json] --build-dir D",
+                                 .summary = "check that files still hold the bytes the store recorded for them",
+                                 .options = k_options,
+                                 .run = run,
+                                 .needs = Needs::store};
   return k_command;
 }
 

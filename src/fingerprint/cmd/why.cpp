@@ -18,26 +18,15 @@ short_digest(const std::string& digest)
 }
 
 int
-run(const Args& args, Context& context)
+run(Invocation& call)
 {
-  if (args.positional().size() != 2) {
-    print_error(context, "why: give CONSUMER and ARTIFACT (each a FILE or DIGEST)");
-    return k_exit_usage;
-  }
-  auto algorithm = algorithm_option(args);
-  if (!algorithm) {
-    print_error(context, "why: " + algorithm.error().message);
-    return k_exit_usage;
-  }
-  int status = k_exit_ok;
-  auto store = open_store_for_reading(args, context, status);
-  if (!store) {
-    return status;
-  }
+  const Args& args = call.args;
+  Context& context = call.context;
+  const auto& store = call.store;
   const std::string& consumer_argument = args.positional()[0];
   const std::string& artifact_argument = args.positional()[1];
-  auto consumer = resolve_artifact(consumer_argument, *algorithm);
-  auto artifact = consumer ? resolve_artifact(artifact_argument, *algorithm) : consumer;
+  auto consumer = resolve_artifact(consumer_argument, call.algorithm);
+  auto artifact = consumer ? resolve_artifact(artifact_argument, call.algorithm) : consumer;
   if (!consumer || !artifact) {
     print_error(context, (!consumer ? consumer : artifact).error().message);
     return k_exit_failure;
@@ -92,11 +81,13 @@ run(const Args& args, Context& context)
 const Command&
 why_command()
 {
-  static const Command k_command{"why",
-                                 "[--json] CONSUMER ARTIFACT",
-                                 "the chain of builds through which CONSUMER was made from ARTIFACT",
-                                 k_options,
-                                 run};
+  static const Command k_command{.name = "why",
+                                 .synopsis = "[--json] CONSUMER ARTIFACT",
+                                 .summary = "the chain of builds through which CONSUMER was made from ARTIFACT",
+                                 .options = k_options,
+                                 .run = run,
+                                 .needs = Needs::store,
+                                 .arity = {2, 2, "give CONSUMER and ARTIFACT (each a FILE or DIGEST)"}};
   return k_command;
 }
 

@@ -31,10 +31,13 @@ open_store(const std::string& location, Access access)
                    + "...: this fingerprint has no PostgreSQL store: install fingerprint-postgresql beside it "
                      "(it is built with the runner when libpq is found)"};
     }
-    return g_database_opener(location, access);
+    // A database never written to has no tables to change: reading it
+    // creates none, and its rows can be deleted over the same connection.
+    return g_database_opener(location, access == Access::update ? Access::read : access);
   }
-  auto store =
-    access == Access::write ? DirectoryStore::open_for_writing(location) : DirectoryStore::open_for_reading(location);
+  auto store = access == Access::write    ? DirectoryStore::open_for_writing(location)
+               : access == Access::update ? DirectoryStore::open_for_updating(location)
+                                          : DirectoryStore::open_for_reading(location);
   if (!store) {
     return store.error();
   }
@@ -42,7 +45,7 @@ open_store(const std::string& location, Access access)
 }
 
 Expected<MigrateReport>
-Store::import_from(const DirectoryStore&, const std::function<void(size_t, size_t)>&) const
+Store::import_from(const Migration&, const std::function<void(size_t, size_t)>&) const
 {
   return Error{location() + ": only a PostgreSQL store can be migrated into"};
 }

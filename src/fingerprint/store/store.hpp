@@ -189,8 +189,9 @@ public:
 
 enum class Access
 {
-  read,  // a store that does not exist yet reads as empty
-  write, // created (a database: its tables) when missing
+  read,   // a store that does not exist yet reads as empty
+  write,  // created (a database: its tables) when missing
+  update, // changed in place (gc, repair) when it exists; never created
 };
 
 // "postgresql://..." or "postgres://...": a database, not a directory.
