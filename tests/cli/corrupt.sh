@@ -33,7 +33,7 @@ expect_in out "no problems" "fsck says there are no problems"
 
 # A deterministic stream of "random" bytes (no /dev/urandom: reruns agree).
 random_bytes() {
-  python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(sys.argv[1]).randbytes(int(sys.argv[2])))' "$1" "$2"
+  checks_py random-bytes "$1" "$2"
 }
 
 # corrupt NAME: a fresh copy of the base store in $S with the victim's log
@@ -53,11 +53,11 @@ make_huge_line() {
   echo
 }
 make_deep_array() {
-  python3 -c 'import sys; sys.stdout.write("[" * 10000 + "]" * 10000 + "\n")'
+  checks_py deep-array
 }
 make_deep_object() {
   cat "base/$(log_of "$A")"
-  python3 -c 'import sys; sys.stdout.write("{\"v\":" * 10000 + "1" + "}" * 10000 + "\n")'
+  checks_py deep-object
 }
 make_nul_bytes() {
   cat "base/$(log_of "$A")"
@@ -117,7 +117,7 @@ for name in "${cases[@]}"; do
   # and the log is rebuilt from its readable lines and the build indexes.
   run "$FP" --store S fsck --repair --json
   expect_rc 0 "$name: fsck --repair repairs everything"
-  quarantined=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["quarantine"])' "$T/out")
+  quarantined=$(checks_py json-get "$T/out" quarantine)
   expect_file "S/$quarantined/$(log_of "$A")" "$name: the original log is in the quarantine"
   if cmp -s <(head -c "$(stat -c %s corrupted)" "S/$quarantined/$(log_of "$A")") corrupted; then
     ok "$name: the quarantined copy starts with the corrupt bytes as they were"
@@ -157,11 +157,7 @@ if compgen -G "S/quarantine/*/builds/q/notes.txt" >/dev/null; then ok "the stray
 # A newer store format: every command refuses with the file's name and
 # changes nothing.
 rm -rf S && cp -a base S
-python3 - S/fingerprint-store.json <<'EOF'
-import json, sys
-d = json.load(open(sys.argv[1])); d["format"] = 99
-json.dump(d, open(sys.argv[1], "w"))
-EOF
+checks_py json-set S/fingerprint-store.json format 99
 snapshot S >before
 for command in "show h" "consumers h" "fsck" "fsck --repair" "record --project p --target t --build-id 9 --produced h" "graph"; do
   read -ra words <<<"$command"

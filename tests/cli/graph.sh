@@ -32,106 +32,8 @@ record --project "$DOCS" --target "$PWN" --build-id 1 --produced doc.html --cons
 record --project core --target lib --build-id 1 --produced lib.so
 
 # Facts about an SVG, an HTML page or a DOM dumped by Chromium, as JSON for
-# expect_json_each. A page's rows, graph nodes, ready and error markers; the
-# JSON its <script id="graph-data"> holds (null when it does not parse).
-cat >summary.py <<'EOF'
-import html.parser, json, re, sys, xml.etree.ElementTree as ET
-text = open(sys.argv[1], encoding="utf-8").read()
-if sys.argv[2] == "svg":
-    ns = "{http://www.w3.org/2000/svg}"
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as e:
-        print(json.dumps({"xml_error": str(e)}))
-        sys.exit()
-    nodes = [g.find(ns + "title").text for g in root.iter(ns + "g") if g.get("class") == "node"]
-    print(json.dumps({"xml_error": None, "root": root.tag, "nodes": nodes}))
-    sys.exit()
-
-class Page(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.d = {"ready": None, "error": None, "tags": [], "ids": [], "rows": [], "nodes": [],
-                  "count": "", "graph_data": None, "graph_data_raw": None, "layout": False, "notes": []}
-        self.table = None
-        self.tbody = False
-        self.row = self.node = self.into = None
-        self.script = None
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        d = self.d
-        d["tags"].append(tag)
-        if "id" in a:
-            d["ids"].append(a["id"])
-        if tag in ("html", "body"):
-            d["ready"] = a.get("data-ready", d["ready"])
-            d["error"] = a.get("data-error", d["error"])
-        elif tag == "table":
-            self.table = a.get("id")
-        elif tag == "tbody":
-            self.tbody = True
-        elif tag == "tr" and self.tbody:
-            self.row = {"table": self.table, "hidden": "hidden" in a, "text": ""}
-        elif tag == "g" and "node" in a.get("class", "").split():
-            self.node = {"title": "", "dim": "dim" in a.get("class", "").split()}
-        elif tag == "title" and self.node is not None:
-            self.into = "node"
-        elif tag == "span" and a.get("id") == "count":
-            self.into = "count"
-        elif tag == "p" and "note" in a.get("class", ""):
-            d["notes"].append("")
-            self.into = "note"
-        elif tag == "svg" and a.get("id") == "layout":
-            d["layout"] = True
-        elif tag == "script" and a.get("id") == "graph-data":
-            self.script = ""
-            d["graph_data_raw"] = ""
-    def handle_endtag(self, tag):
-        if tag == "tr" and self.row is not None:
-            self.d["rows"].append(self.row)
-            self.row = None
-        elif tag == "tbody":
-            self.tbody = False
-        elif tag == "title" and self.into == "node":
-            self.d["nodes"].append(self.node)
-            self.node = self.into = None
-        elif tag in ("span", "p"):
-            self.into = None
-        elif tag == "script" and self.script is not None:
-            try:
-                self.d["graph_data"] = json.loads(self.script)
-            except ValueError:
-                pass
-            self.script = None
-    def handle_data(self, data):
-        if self.row is not None:
-            self.row["text"] += data + " "
-        if self.script is not None:
-            self.script += data
-            self.d["graph_data_raw"] += data
-        if self.into == "node":
-            self.node["title"] += data
-        elif self.into == "count":
-            self.d["count"] += data
-        elif self.into == "note":
-            self.d["notes"][-1] += data
-
-page = Page()
-page.feed(text)
-d = page.d
-d["tables"] = {t: len([r for r in d["rows"] if r["table"] == t]) for t in ("artifacts", "producers", "consumers")}
-# What could make the browser fetch something: a URL scheme (the SVG
-# namespace declarations aside), a src/href/srcset attribute, url() other
-# than a #fragment, @import, or an element that loads by nature.
-bare = re.sub(r'xmlns(:\w+)?="http://www\.w3\.org/[^"]*"', "", text)
-d["network"] = sorted(set(re.findall(r"(?i)\b(?:https?|ftp|wss?):", bare)
-                          + re.findall(r"(?i)\s(?:src|href|srcset|action|poster)\s*=", bare)
-                          + re.findall(r"(?i)url\(\s*['\"]?[^#'\")\s]", bare)
-                          + re.findall(r"(?i)@import|<(?:link|img|iframe|object|embed|audio|video)\b", bare)))
-d["csp"] = bool(re.search(r"""<meta http-equiv="Content-Security-Policy" content="default-src 'none';""", text))
-print(json.dumps(d))
-EOF
-summary() { python3 summary.py "$1" "$2" >"$3" || true; } # a failure shows as JSON that does not parse
+# expect_json_each (checks.py page-summary).
+summary() { checks_py page-summary "$1" "$2" >"$3" || true; } # a failure shows as JSON that does not parse
 
 for tool in dot chromium; do
   if ! command -v $tool >/dev/null; then
@@ -335,7 +237,7 @@ the count says so :: d['count'] == '4 of 12 rows'
 graph nodes that do not match are dimmed :: len(d['nodes']) == 4 and all(n['dim'] for n in d['nodes'])
 EOF
 
-  browse "file://$T/nodot.html#q=$(python3 -c 'import urllib.parse; print(urllib.parse.quote("docs & \"more\""))')" \
+  browse "file://$T/nodot.html#q=$(checks_py url-quote "$DOCS")" \
     dom-nodot.json "the page laid out without dot, searching for a quoted name"
   expect_json_each dom-nodot.json <<EOF
 its script ran to the end :: d['ready'] == '1'

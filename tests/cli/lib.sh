@@ -12,6 +12,9 @@ FP=${1:?usage: $0 /path/to/fingerprint}
 if [[ -x /usr/bin/python3 ]]; then
   python3() { /usr/bin/python3 "$@"; }
 fi
+# checks_py NAME ARG...: one of the Python checks and fixtures in checks.py.
+CHECKS=$(realpath "$(dirname "${BASH_SOURCE[0]}")/checks.py")
+checks_py() { python3 "$CHECKS" "$@"; }
 TEST_NAME=$(basename "$0" .sh)
 failures=0
 checks=0
@@ -182,29 +185,7 @@ expect_json_each() {
       "FAIL "*) got=$((got + 1)); _result 0 "${line#FAIL }" ;;
       *) echo "  | $line" >&2 ;;
     esac
-  done < <(python3 - "$file" "$spec" 2>&1 <<'EOF'
-import json, re, sys
-checks = [l.strip().split(" :: ", 1) for l in sys.argv[2].splitlines() if " :: " in l]
-try:
-    with open(sys.argv[1], encoding="utf-8") as f:
-        d = json.load(f)
-except Exception as e:
-    for what, expr in checks:
-        print(f"FAIL {what}: {sys.argv[1]} is not valid JSON: {e}")
-    sys.exit()
-shown = False
-for what, expr in checks:
-    try:
-        good = bool(eval(expr))
-        why = "is false"
-    except Exception as e:
-        good, why = False, f"raised {e!r}"
-    print(f"PASS {what}" if good else f"FAIL {what}: `{expr}` {why}")
-    if not good and not shown:
-        shown = True
-        print(json.dumps(d, indent=1)[:3000])
-EOF
-  )
+  done < <(checks_py json-each "$file" "$spec" 2>&1)
   if ((got != want)); then
     _result 0 "expected $want JSON check results for $file, got $got (is python3 working?)"
   fi

@@ -487,8 +487,7 @@ expect_json "$T/out" "len(d['chain']) == 1" "why: the last product of a writer c
 # d. A server that is down, or that never answers.
 # ---------------------------------------------------------------------------
 # A port nobody listens on: the kernel's choice, closed again.
-closed=$(python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+closed=$(checks_py free-port)
 DOWN="postgresql://u:secret@127.0.0.1:$closed/db"
 printf 'down\n' >down.bin
 for cmd in "show --json sha256:$lib" "record --project p --target t --build-id 1 --produced down.bin" \
@@ -515,13 +514,7 @@ expect_not_in both "secret" "migrate: the password is not shown"
 # Run directly (not through a shell function, so that $! is python's own
 # pid), off the test's output (CTest waits for every holder of its pipe),
 # and ending by itself in any case.
-/usr/bin/python3 -c 'import signal, socket
-signal.alarm(300)
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
-print(s.getsockname()[1], flush=True)
-held = []
-while True:
-    c, _ = s.accept(); held.append(c)' </dev/null >silent.port 2>/dev/null &
+/usr/bin/python3 "$CHECKS" silent-listener </dev/null >silent.port 2>/dev/null &
 BACKGROUND+=($!)
 for _ in $(seq 1 50); do [[ -s silent.port ]] && break; sleep 0.1; done
 silent=$(cat silent.port)

@@ -103,16 +103,8 @@ unexpected=$(cd "$S" 2>&1 && find . -regextype posix-extended -type f ! -name fi
 expect_eq "$unexpected" "" "the store holds no files outside the DESIGN.md layout"
 expect_eq "$(find "$S" -name '*.jsonl' | wc -l)" 6 "the store holds 3 object logs and 3 build indexes"
 # Every line of every log is one newline-terminated JSON object.
-find "$S" -name '*.jsonl' -print0 | xargs -0 python3 -c '
-import json, sys
-for name in sys.argv[1:]:
-    for n, line in enumerate(open(name, encoding="utf-8"), 1):
-        try:
-            assert line.endswith("\n"), "not newline-terminated"
-            assert isinstance(json.loads(line), dict), "not a JSON object"
-        except Exception as e:
-            print(f"{name}:{n}: {e}")
-' >bad-lines 2>&1 || echo "python3 failed" >>bad-lines
+find "$S" -name '*.jsonl' -print0 | xargs -0 python3 "$CHECKS" jsonl-lines >bad-lines 2>&1 \
+  || echo "python3 failed" >>bad-lines
 expect_eq "$(cat bad-lines)" "" "every line of the 6 logs is one JSON object"
 
 # Store selection: --store > $FINGERPRINT_DIR > ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.

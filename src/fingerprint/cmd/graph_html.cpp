@@ -1,14 +1,42 @@
+#include <fingerprint/cmd/assets/graph.css.hpp>
+#include <fingerprint/cmd/assets/graph.html.hpp>
+#include <fingerprint/cmd/assets/graph.js.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/cmd/graph_html.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace fingerprint::cmd {
 
 namespace {
+
+struct Escape
+{
+  char c;
+  std::string_view with;
+};
+
+// `text` with each character `escapes` names replaced.
+std::string
+escaped(std::string_view text, std::initializer_list<Escape> escapes)
+{
+  std::string result;
+  result.reserve(text.size());
+  for (const char c : text) {
+    const auto escape = std::find_if(escapes.begin(), escapes.end(), [c](const Escape& e) { return e.c == c; });
+    if (escape != escapes.end()) {
+      result += escape->with;
+    } else {
+      result += c;
+    }
+  }
+  return result;
+}
 
 // Text for HTML content and quoted attribute values. Bytes that are not
 // UTF-8 are left to the browser, whose decoder turns them into U+FFFD without
@@ -16,30 +44,7 @@ namespace {
 std::string
 html(std::string_view text)
 {
-  std::string escaped;
-  escaped.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        escaped += "&amp;";
-        break;
-      case '<':
-        escaped += "&lt;";
-        break;
-      case '>':
-        escaped += "&gt;";
-        break;
-      case '"':
-        escaped += "&quot;";
-        break;
-      case '\'':
-        escaped += "&#39;";
-        break;
-      default:
-        escaped += c;
-    }
-  }
-  return escaped;
+  return escaped(text, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}});
 }
 
 // JSON to sit inside a <script> element: all ASCII (so U+2028/2029 and
@@ -48,25 +53,29 @@ html(std::string_view text)
 std::string
 script_json(const nlohmann::ordered_json& value)
 {
-  const std::string text = value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
-  std::string escaped;
-  escaped.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '<':
-        escaped += "\\u003c";
-        break;
-      case '>':
-        escaped += "\\u003e";
-        break;
-      case '&':
-        escaped += "\\u0026";
-        break;
-      default:
-        escaped += c;
+  return escaped(value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace),
+                 {{'<', "\\u003c"}, {'>', "\\u003e"}, {'&', "\\u0026"}});
+}
+
+// The template with each {{name}} in it replaced by its value. One pass,
+// so a value is never searched for names: data that spells "{{title}}"
+// stays as it is.
+std::string
+fill(std::string_view page, std::initializer_list<std::pair<std::string_view, std::string_view>> values)
+{
+  std::string text;
+  size_t at = 0;
+  for (size_t open = page.find("{{"); open != std::string_view::npos; open = page.find("{{", at)) {
+    const size_t close = page.find("}}", open);
+    const std::string_view name = page.substr(open + 2, close - open - 2);
+    const auto value = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
+    if (close == std::string_view::npos || value == values.end()) {
+      throw std::logic_error("graph.html names {{" + std::string(name) + "}}, which the page has no value for");
     }
+    text.append(page.substr(at, open - at)).append(value->second);
+    at = close + 2;
   }
-  return escaped;
+  return text.append(page.substr(at));
 }
 
 // dot's SVG made fit to sit inside HTML: no XML declaration, doctype or
@@ -142,141 +151,6 @@ page_events(const std::vector<store::Event>& events, const std::optional<std::st
   }
   return kept;
 }
-
-constexpr std::string_view k_style = R"css(
-body { font: 14px/1.45 system-ui, sans-serif; color: #1b1f24; margin: 0 auto; max-width: 1200px; padding: 0 1rem 2rem; }
-header { position: sticky; top: 0; background: #fff; padding: .75rem 0; border-bottom: 1px solid #d0d7de; z-index: 1; }
-h1 { font-size: 1.3rem; margin: 0 0 .25rem; }
-h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
-.meta, .note, #count { color: #57606a; }
-#q { font: inherit; width: min(32rem, 100%); padding: .35rem .5rem; margin-right: .5rem; }
-#graph { overflow: auto; border: 1px solid #d0d7de; margin-top: 1rem; padding: .5rem; }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #d0d7de; vertical-align: top; }
-th { background: #f6f8fa; }
-td.num { text-align: right; white-space: nowrap; }
-code { font: 12px ui-monospace, monospace; }
-td.digest code { display: inline-block; max-width: 16ch; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; vertical-align: bottom; }
-g.node { cursor: pointer; }
-g.dim { opacity: .2; }
-#layout rect { fill: #f6f8fa; stroke: #0969da; }
-#layout text { fill: #1b1f24; font: 13px system-ui, sans-serif; }
-#layout path { fill: none; stroke: #57606a; }
-#layout marker path { fill: #57606a; stroke: none; }
-)css";
-
-// The page's behaviour: the search box (also set by a #q=TEXT fragment),
-// which hides table rows and dims graph nodes that do not match every word;
-// a click on a node searches for it; and, without Graphviz, a layered
-// layout of its own. It sets data-ready on <body> when done, which a test
-// reading the rendered DOM waits for.
-constexpr std::string_view k_script = R"js(
-(function () {
-  "use strict";
-  var q = document.getElementById("q");
-  var count = document.getElementById("count");
-  var rows = Array.prototype.slice.call(document.querySelectorAll("tbody tr"));
-  var data = JSON.parse(document.getElementById("graph-data").textContent);
-  var layout = document.getElementById("layout");
-  if (layout) {
-    draw(layout, data);
-  }
-  var nodes = Array.prototype.slice.call(document.querySelectorAll("#graph g.node"));
-
-  function title(g) {
-    var t = g.querySelector("title");
-    return t ? t.textContent : "";
-  }
-  function filter() {
-    var words = q.value.toLowerCase().split(/\s+/).filter(Boolean);
-    function matches(text) {
-      text = text.toLowerCase();
-      return words.every(function (word) { return text.indexOf(word) >= 0; });
-    }
-    var shown = 0;
-    rows.forEach(function (row) {
-      row.hidden = !matches(row.textContent);
-      shown += row.hidden ? 0 : 1;
-    });
-    nodes.forEach(function (g) { g.classList.toggle("dim", words.length > 0 && !matches(title(g))); });
-    count.textContent = words.length ? shown + " of " + rows.length + " rows" : rows.length + " rows";
-  }
-
-  // Longest-path layers from the sources, one column each; the rank is
-  // capped at the number of nodes, so a cycle ends.
-  function draw(svg, graph) {
-    function make(name, attributes, parent) {
-      var element = document.createElementNS(svg.namespaceURI, name);
-      Object.keys(attributes).forEach(function (key) { element.setAttribute(key, attributes[key]); });
-      parent.appendChild(element);
-      return element;
-    }
-    var rank = {};
-    graph.nodes.forEach(function (node) { rank[node] = 0; });
-    for (var round = 0; round < graph.nodes.length; round++) {
-      var changed = false;
-      graph.edges.forEach(function (edge) {
-        if (rank[edge.to] < rank[edge.from] + 1 && rank[edge.from] + 1 < graph.nodes.length) {
-          rank[edge.to] = rank[edge.from] + 1;
-          changed = true;
-        }
-      });
-      if (!changed) {
-        break;
-      }
-    }
-    var columns = [];
-    graph.nodes.forEach(function (node) { (columns[rank[node]] = columns[rank[node]] || []).push(node); });
-    var boxes = {}, x = 10, bottom = 10, height = 28;
-    columns.forEach(function (column) {
-      var width = 24 + 7.5 * Math.max.apply(null, column.map(function (node) { return node.length; }));
-      column.forEach(function (node, i) {
-        boxes[node] = {x: x, y: 10 + i * (height + 16), w: width};
-        bottom = Math.max(bottom, boxes[node].y + height + 10);
-      });
-      x += width + 60;
-    });
-    var marker = make("marker", {id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
-                                 markerWidth: 8, markerHeight: 8, orient: "auto"}, make("defs", {}, svg));
-    make("path", {d: "M0,0 L10,5 L0,10 z"}, marker);
-    graph.edges.forEach(function (edge) {
-      var a = boxes[edge.from], b = boxes[edge.to];
-      var x1 = a.x + a.w, y1 = a.y + height / 2, x2 = b.x, y2 = b.y + height / 2;
-      // An edge that skips a column (or goes back) bows below the boxes it would cross.
-      var bend = rank[edge.to] - rank[edge.from] === 1 ? 0 : 48;
-      bottom = Math.max(bottom, Math.max(y1, y2) + bend);
-      var g = make("g", {"class": "edge"}, svg);
-      make("title", {}, g).textContent = edge.from + " -> " + edge.to + ": " + edge.artifacts.join(", ");
-      make("path", {d: "M" + x1 + "," + y1 + " C" + (x1 + 40) + "," + (y1 + bend) + " " + (x2 - 40) + "," + (y2 + bend) + " " + x2 + "," + y2,
-                    "marker-end": "url(#arrow)"}, g);
-    });
-    graph.nodes.forEach(function (node) {
-      var box = boxes[node];
-      var g = make("g", {"class": "node"}, svg);
-      make("title", {}, g).textContent = node;
-      make("rect", {x: box.x, y: box.y, width: box.w, height: height, rx: 4}, g);
-      make("text", {x: box.x + 12, y: box.y + 18}, g).textContent = node;
-    });
-    svg.setAttribute("width", x);
-    svg.setAttribute("height", bottom);
-  }
-
-  q.addEventListener("input", filter);
-  nodes.forEach(function (g) {
-    g.addEventListener("click", function () { q.value = title(g); filter(); });
-  });
-  var fragment = /^#q=(.*)$/.exec(location.hash);
-  if (fragment) {
-    try {
-      q.value = decodeURIComponent(fragment[1]);
-    } catch (e) {
-      q.value = fragment[1];
-    }
-  }
-  filter();
-  document.body.dataset.ready = "1";
-})();
-)js";
 
 std::string
 td(std::string_view text, std::string_view css_class = {})
@@ -368,50 +242,39 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
     (event->event == store::EventKind::consumed ? consumer_rows : producer_rows).push_back(std::move(row));
   }
 
-  const std::string title = "fingerprint graph" + (page.project ? " of " + *page.project : std::string());
-  std::string text = R"(<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>)" + html(title)
-                     + R"(</title>
-<script>addEventListener("error", function (e) { document.documentElement.dataset.error = String(e.message); });</script>
-<style>)" + std::string(k_style)
-                     + R"(</style>
-</head>
-<body>
-<header>
-<h1>)" + html(title) + "</h1>\n<p class=\"meta\">Store "
-                     + html(page.store) + " &middot; " + std::to_string(projects.size()) + " projects &middot; "
-                     + std::to_string(artifacts.size()) + " artifacts &middot; "
-                     + (page.per_target ? "one node per target" : "one node per project") + R"(</p>
-<input type="search" id="q" placeholder="Search projects, targets, files, digests" autofocus><span id="count"></span>
-</header>
-<section id="graph">
-)";
+  std::string graph;
   if (page.graph.value("edges", nlohmann::ordered_json::array()).empty()) {
-    text += "<p class=\"note\">No producer &rarr; consumer edges recorded.</p>\n";
+    graph += "<p class=\"note\">No producer &rarr; consumer edges recorded.</p>\n";
   }
-  if (page.svg) {
-    text += inline_svg(*page.svg);
-  } else {
-    text += "<svg id=\"layout\" role=\"img\"></svg>\n";
-  }
+  graph += page.svg ? inline_svg(*page.svg) : "<svg id=\"layout\" role=\"img\"></svg>\n";
   if (!page.layout_note.empty()) {
-    text += "<p class=\"note\">" + html(page.layout_note) + "</p>\n";
+    graph += "<p class=\"note\">" + html(page.layout_note) + "</p>\n";
   }
-  text += "</section>\n";
-  text +=
+  std::string tables;
+  tables +=
     table("artifacts", "Artifacts", {"Name", "Path", "Digest", "Size", "Produced by", "Consumed by"}, artifact_rows);
-  text +=
+  tables +=
     table("producers", "Producers", {"Artifact", "Event", "Project", "Target", "Build", "Host", "Time"}, producer_rows);
-  text +=
+  tables +=
     table("consumers", "Consumers", {"Artifact", "Project", "Target", "Build", "To produce", "Time"}, consumer_rows);
-  text += "<script type=\"application/json\" id=\"graph-data\">" + script_json(page.graph) + "</script>\n";
-  text += "<script>" + std::string(k_script) + "</script>\n</body>\n</html>\n";
-  return text;
+
+  const std::string title = html("fingerprint graph" + (page.project ? " of " + *page.project : std::string()));
+  // The script is the page's behaviour: the search box (also set by a
+  // #q=TEXT fragment), which hides table rows and dims graph nodes that do
+  // not match every word; a click on a node searches for it; and, without
+  // Graphviz, a layered layout of its own. It sets data-ready on <body> when
+  // done, which a test reading the rendered DOM waits for.
+  return fill(assets::k_graph_html,
+              {{"title", title},
+               {"style", assets::k_graph_css},
+               {"store", html(page.store)},
+               {"projects", std::to_string(projects.size())},
+               {"artifacts", std::to_string(artifacts.size())},
+               {"node", page.per_target ? "target" : "project"},
+               {"graph", graph},
+               {"tables", tables},
+               {"data", script_json(page.graph)},
+               {"script", assets::k_graph_js}});
 }
 
 } // namespace fingerprint::cmd
