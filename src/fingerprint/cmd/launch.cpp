@@ -3,14 +3,11 @@
 #include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/recorder.hpp>
+#include <fingerprint/util/process.hpp>
 
 #include <algorithm>
 #include <filesystem>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace fingerprint::cmd {
 
@@ -29,34 +26,6 @@ constexpr OptionSpec k_options[] = {
   {"required", OptionKind::flag, {}, "fail the build step when recording fails (else warn)"},
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
 };
-
-// Runs the build step's own command and returns its exit status (128 + the
-// signal number when it died of one, as a shell reports it).
-Expected<int>
-run_command(const std::vector<std::string>& command)
-{
-  std::vector<char*> argv;
-  argv.reserve(command.size() + 1);
-  for (const auto& argument : command) {
-    argv.push_back(const_cast<char*>(argument.c_str()));
-  }
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  if (spawned != 0) {
-    return make_error(command.front(), util::errno_text(spawned));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      return make_error(command.front(), util::errno_text(errno));
-    }
-  }
-  if (WIFEXITED(status)) {
-    return WEXITSTATUS(status);
-  }
-  return 128 + WTERMSIG(status);
-}
 
 int
 run(Invocation& call)
@@ -107,7 +76,7 @@ run(Invocation& call)
     }
   }
 
-  auto status = run_command(command);
+  auto status = util::run_program(command);
   if (!status) {
     print_error(context, status.error().message);
     return 127;
