@@ -80,23 +80,21 @@ summary_json(const BuildSummary& summary)
 }
 
 int
-run_builds(Invocation& call)
+run_builds(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   const auto project = args.value("project");
   std::vector<BuildSummary> summaries;
   std::vector<store::LogProblem> problems;
-  auto read = store->for_each_build(project.value_or(""), [&](const store::BuildRef& ref, store::LogContents& index) {
-    problems.insert(problems.end(), index.problems.begin(), index.problems.end());
-    summaries.push_back(summarize(ref, std::move(index.events)));
-  });
+  auto read =
+    prepared.store->for_each_build(project.value_or(""), [&](const store::BuildRef& ref, store::LogContents& index) {
+      problems.insert(problems.end(), index.problems.begin(), index.problems.end());
+      summaries.push_back(summarize(ref, std::move(index.events)));
+    });
   if (!read) {
     print_error(context, read.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->location(), problems);
+  report_problems(context, prepared.store->location(), problems);
   // Oldest first, like a log: the newest build is the last line.
   std::stable_sort(summaries.begin(), summaries.end(), [](const BuildSummary& a, const BuildSummary& b) {
     return a.first_time < b.first_time;
@@ -111,8 +109,8 @@ run_builds(Invocation& call)
   }
   if (summaries.empty()) {
     write_out(context,
-              project ? "no builds of project " + *project + " recorded in " + store->location() + "\n"
-                      : "no builds recorded in " + store->location() + "\n");
+              project ? "no builds of project " + *project + " recorded in " + prepared.store->location() + "\n"
+                      : "no builds recorded in " + prepared.store->location() + "\n");
     return project ? k_exit_failure : k_exit_ok;
   }
   std::vector<std::vector<std::string>> rows{{"PROJECT", "BUILD", "TIME", "HOST", "PRODUCED", "CONSUMED", "BUILD DIR"}};
@@ -133,17 +131,16 @@ constexpr std::string_view k_build_usage =
   "usage: fingerprint build show PROJECT BUILD (fingerprint builds lists them)";
 
 int
-run_build(Invocation& call)
+run_build(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
   const auto& words = args.positional();
   if (words[0] != "show") {
     print_error(context, "build: " + std::string(k_build_usage));
     return k_exit_usage;
   }
   const store::BuildRef ref{words[1], words[2]};
-  auto index = read_build_index(call, ref, " (fingerprint builds --project " + ref.project + " lists them)");
+  auto index =
+    read_build_index(*prepared.store, context, ref, " (fingerprint builds --project " + ref.project + " lists them)");
   if (!index) {
     return k_exit_failure;
   }
@@ -199,31 +196,21 @@ run_build(Invocation& call)
 
 } // namespace
 
-const Command&
-builds_command()
-{
-  static const Command k_command{
-    .name = "builds",
-    .synopsis = "[--project P] [--json]",
-    .summary = "list the recorded builds: project, build id, time, host, counts, build tree",
-    .options = k_builds_options,
-    .run = run_builds,
-    .needs = Needs::store,
-    .arity = {0, 0, "takes no arguments (did you mean: fingerprint build show PROJECT BUILD?)"}};
-  return k_command;
-}
+extern const Command k_builds_command{
+  "builds",
+  "[--project P] [--json]",
+  "list the recorded builds: project, build id, time, host, counts, build tree",
+  k_builds_options,
+  run_builds,
+  Needs::store,
+  {0, 0, "takes no arguments (did you mean: fingerprint build show PROJECT BUILD?)"}};
 
-const Command&
-build_command()
-{
-  static const Command k_command{.name = "build",
-                                 .synopsis = "show PROJECT BUILD [--json]",
-                                 .summary = "what one build produced and consumed",
-                                 .options = k_build_options,
-                                 .run = run_build,
-                                 .needs = Needs::store,
-                                 .arity = {3, 3, k_build_usage}};
-  return k_command;
-}
+extern const Command k_build_command{"build",
+                                     "show PROJECT BUILD [--json]",
+                                     "what one build produced and consumed",
+                                     k_build_options,
+                                     run_build,
+                                     Needs::store,
+                                     {3, 3, k_build_usage}};
 
 } // namespace fingerprint::cmd

@@ -48,11 +48,8 @@ explain_missing(const store::Store& store,
 constexpr std::string_view k_usage = "give --build-dir D and exactly one FILE";
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   const auto build_dir = args.value("build-dir");
   if (!build_dir) {
     print_error(context, "check: " + std::string(k_usage));
@@ -62,19 +59,19 @@ run(Invocation& call)
   const std::string tree = absolute_path(*build_dir);
   const auto target = args.value("target");
 
-  digest::Hasher hasher(call.algorithm);
+  digest::Hasher hasher(prepared.algorithm);
   auto file = digest::digest_path(hasher, path, nullptr);
   if (!file) {
     print_error(context, file.error().message);
     return k_exit_failure;
   }
-  const store::DigestKey key{call.algorithm, file->hex};
-  auto record = store::load_record(*store, key);
+  const store::DigestKey key{prepared.algorithm, file->hex};
+  auto record = store::load_record(*prepared.store, key);
   if (!record) {
     print_error(context, record.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->location(), record->problems);
+  report_problems(context, prepared.store->location(), record->problems);
   const store::Event* producer = nullptr;
   for (const auto& event : record->producers) {
     if (event.event == store::EventKind::produced && event.build_dir == tree && (!target || event.target == *target)) {
@@ -82,13 +79,13 @@ run(Invocation& call)
     }
   }
   if (producer == nullptr) {
-    print_error(context, path + ": " + explain_missing(*store, path, tree, key.str()));
+    print_error(context, path + ": " + explain_missing(*prepared.store, path, tree, key.str()));
     return k_exit_failure;
   }
 
   // Every stored line must survive serialize(parse(line)) unchanged: what
   // this version writes, it reads back exactly.
-  auto raw = store->read_raw_log(key);
+  auto raw = prepared.store->read_raw_log(key);
   if (!raw) {
     print_error(context, raw.error().message);
     return k_exit_failure;
@@ -109,7 +106,7 @@ run(Invocation& call)
     auto event = store::parse_event(line);
     if (event && store::serialize(*event) != line) {
       print_error(context,
-                  store->location() + "/" + key.log_path() + ":" + std::to_string(line_number)
+                  prepared.store->location() + "/" + key.log_path() + ":" + std::to_string(line_number)
                     + ": does not survive serialize -> parse -> serialize byte for byte");
       return k_exit_failure;
     }
@@ -122,18 +119,13 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-check_command()
-{
-  static const Command k_command{.name = "check",
-                                 .synopsis = "--build-dir D [--target T] FILE",
-                                 .summary = "the CTest round trip: FILE's bytes were recorded as produced by build "
-                                            "tree D, and its record re-serializes byte for byte",
-                                 .options = k_options,
-                                 .run = run,
-                                 .needs = Needs::store,
-                                 .arity = {1, 1, k_usage}};
-  return k_command;
-}
+extern const Command k_check_command{"check",
+                                     "--build-dir D [--target T] FILE",
+                                     "the CTest round trip: FILE's bytes were recorded as produced by build "
+                                     "tree D, and its record re-serializes byte for byte",
+                                     k_options,
+                                     run,
+                                     Needs::store,
+                                     {1, 1, k_usage}};
 
 } // namespace fingerprint::cmd

@@ -43,12 +43,12 @@ struct Arity
   std::string_view usage = {};
 };
 
-// One call of a command, with what main() set up for it.
-struct Invocation
+inline constexpr Arity k_one_artifact{1, 1, "give exactly one FILE or DIGEST"};
+
+// What main() set up for one call of a command.
+struct Prepared
 {
-  const Args& args;
-  Context& context;
-  // --algorithm, checked, for every command whose options list it.
+  // --algorithm, checked (any command that needs a store).
   digest::Algorithm algorithm = digest::k_default_algorithm;
   // Needs::store and Needs::artifact.
   std::unique_ptr<store::Store> store;
@@ -65,7 +65,7 @@ struct Command
   std::string_view synopsis; // arguments after the name
   std::string_view summary;  // one line for `fingerprint help`
   std::span<const OptionSpec> options;
-  int (*run)(Invocation& call);
+  int (*run)(const Args& args, Context& context, Prepared& prepared);
   Needs needs = Needs::nothing;
   Arity arity = {};
   // How the store is opened (Needs::store); null: for reading.
@@ -79,21 +79,21 @@ std::span<const Command* const> all_commands();
 int fingerprint_main(int argc, const char* const* argv);
 
 // Each subcommand, one file each.
-const Command& digest_command();
-const Command& record_command();
-const Command& show_command();
-const Command& consumers_command();
-const Command& verify_command();
-const Command& launch_command();
-const Command& installed_command();
-const Command& check_command();
-const Command& graph_command();
-const Command& fsck_command();
-const Command& builds_command();
-const Command& build_command();
-const Command& why_command();
-const Command& export_command();
-const Command& gc_command();
-const Command& migrate_command();
+extern const Command k_digest_command;
+extern const Command k_record_command;
+extern const Command k_show_command;
+extern const Command k_consumers_command;
+extern const Command k_verify_command;
+extern const Command k_launch_command;
+extern const Command k_installed_command;
+extern const Command k_check_command;
+extern const Command k_graph_command;
+extern const Command k_fsck_command;
+extern const Command k_builds_command;
+extern const Command k_build_command;
+extern const Command k_why_command;
+extern const Command k_export_command;
+extern const Command k_gc_command;
+extern const Command k_migrate_command;
 
 } // namespace fingerprint::cmd

@@ -177,18 +177,17 @@ dump_json(const nlohmann::ordered_json& value)
 }
 
 std::optional<store::LogContents>
-read_build_index(Invocation& call, const store::BuildRef& ref, std::string_view hint)
+read_build_index(const store::Store& store, Context& context, const store::BuildRef& ref, std::string_view hint)
 {
-  auto index = call.store->read_build(ref);
+  auto index = store.read_build(ref);
   if (!index) {
-    print_error(call.context, index.error().message);
+    print_error(context, index.error().message);
     return std::nullopt;
   }
-  report_problems(call.context, call.store->location(), index->problems);
+  report_problems(context, store.location(), index->problems);
   if (index->events.empty()) {
-    print_error(call.context,
-                "no build " + ref.build + " of project " + ref.project + " in " + call.store->location()
-                  + std::string(hint));
+    print_error(context,
+                "no build " + ref.build + " of project " + ref.project + " in " + store.location() + std::string(hint));
     return std::nullopt;
   }
   return std::move(*index);

@@ -98,7 +98,8 @@ private:
 // The index of build `ref`, with its problems reported; when it cannot be
 // read or is empty, prints why ("no build B of project P in S" and `hint`)
 // and returns nothing (the command exits 1).
-std::optional<store::LogContents> read_build_index(Invocation& call,
+std::optional<store::LogContents> read_build_index(const store::Store& store,
+                                                   Context& context,
                                                    const store::BuildRef& ref,
                                                    std::string_view hint = {});
 

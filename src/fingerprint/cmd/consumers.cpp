@@ -33,21 +33,18 @@ product_name(const store::Store& store, const std::string& product, std::map<std
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   // Problems in the artifact's own log are met again, and reported, below.
-  const store::DigestKey& key = call.artifact->key;
+  const store::DigestKey& key = prepared.artifact->key;
   const bool transitive = args.flag("transitive");
   std::vector<store::LogProblem> problems;
-  auto hits = store->find_consumers(key, transitive, problems);
+  auto hits = prepared.store->find_consumers(key, transitive, problems);
   if (!hits) {
     print_error(context, hits.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->location(), problems);
+  report_problems(context, prepared.store->location(), problems);
 
   if (args.flag("json")) {
     auto array = nlohmann::ordered_json::array();
@@ -78,7 +75,7 @@ run(Invocation& call)
                                     event.build,
                                     event.host,
                                     human_time(event.time),
-                                    product_name(*store, event.product, names)};
+                                    product_name(*prepared.store, event.product, names)};
     if (transitive) {
       row.insert(row.begin(), std::string(static_cast<size_t>(hit.depth - 1) * 2, ' ') + std::to_string(hit.depth));
     }
@@ -90,17 +87,12 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-consumers_command()
-{
-  static const Command k_command{.name = "consumers",
-                                 .synopsis = "[--json] [--transitive] FILE|DIGEST",
-                                 .summary = "which builds consumed an artifact (and, transitively, their products)",
-                                 .options = k_options,
-                                 .run = run,
-                                 .needs = Needs::artifact,
-                                 .arity = {1, 1, "give exactly one FILE or DIGEST"}};
-  return k_command;
-}
+extern const Command k_consumers_command{"consumers",
+                                         "[--json] [--transitive] FILE|DIGEST",
+                                         "which builds consumed an artifact (and, transitively, their products)",
+                                         k_options,
+                                         run,
+                                         Needs::artifact,
+                                         k_one_artifact};
 
 } // namespace fingerprint::cmd

@@ -43,10 +43,8 @@ checksum_line(const std::string& hex, const std::string& name)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& /*prepared*/)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
   auto algorithm = algorithm_option(args);
   if (!algorithm) {
     print_error(context, "digest: " + algorithm.error().message);
@@ -106,12 +104,10 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-digest_command()
-{
-  static const Command k_command{
-    "digest", "[--algorithm A] [--jobs N] FILE...", "print each file's digest, as sha256sum does", k_options, run};
-  return k_command;
-}
+extern const Command k_digest_command{"digest",
+                                      "[--algorithm A] [--jobs N] FILE...",
+                                      "print each file's digest, as sha256sum does",
+                                      k_options,
+                                      run};
 
 } // namespace fingerprint::cmd

@@ -99,11 +99,8 @@ statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   const auto format = args.value("format");
   if (!format || *format != "in-toto") {
     print_error(context, "export: --format in-toto is required (the only format so far)");
@@ -122,11 +119,11 @@ run(Invocation& call)
     ref = {*project, *build};
   } else {
     const std::string& argument = args.positional().front();
-    auto record = load_artifact(*store, argument, call.algorithm, context);
+    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context);
     if (!record) {
       return k_exit_failure;
     }
-    report_problems(context, store->location(), record->problems);
+    report_problems(context, prepared.store->location(), record->problems);
     const store::Event* newest = nullptr;
     for (const auto& event : record->producers) {
       if (event.event == store::EventKind::produced && (newest == nullptr || newest->time <= event.time)) {
@@ -135,12 +132,13 @@ run(Invocation& call)
     }
     if (newest == nullptr) {
       print_error(context,
-                  argument + ": no build produced it (" + record->key.str() + ") in the store " + store->location());
+                  argument + ": no build produced it (" + record->key.str() + ") in the store "
+                    + prepared.store->location());
       return k_exit_failure;
     }
     ref = {newest->project, newest->build};
   }
-  auto index = read_build_index(call, ref);
+  auto index = read_build_index(*prepared.store, context, ref);
   if (!index) {
     return k_exit_failure;
   }
@@ -150,16 +148,11 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-export_command()
-{
-  static const Command k_command{.name = "export",
-                                 .synopsis = "--format in-toto FILE|DIGEST | --project P --build B",
-                                 .summary = "provenance of the build that produced an artifact, as in-toto / SLSA v1",
-                                 .options = k_options,
-                                 .run = run,
-                                 .needs = Needs::store};
-  return k_command;
-}
+extern const Command k_export_command{"export",
+                                      "--format in-toto FILE|DIGEST | --project P --build B",
+                                      "provenance of the build that produced an artifact, as in-toto / SLSA v1",
+                                      k_options,
+                                      run,
+                                      Needs::store};
 
 } // namespace fingerprint::cmd

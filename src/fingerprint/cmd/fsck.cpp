@@ -14,18 +14,15 @@ constexpr OptionSpec k_options[] = {
 };
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   store::FsckOptions options;
   options.repair = args.flag("repair");
   Expected<store::FsckReport> report = Error{};
   {
     Progress progress(context.err, "fsck", "files checked");
     options.progress = [&](size_t done, size_t total) { progress(done, total); };
-    report = store->fsck(options);
+    report = prepared.store->fsck(options);
   }
   if (!report) {
     print_error(context, "fsck: " + report.error().message);
@@ -38,7 +35,7 @@ run(Invocation& call)
   const bool healthy = report->repaired == report->findings.size();
   if (args.flag("json")) {
     nlohmann::ordered_json out;
-    out["store"] = store->location();
+    out["store"] = prepared.store->location();
     out["logs"] = report->logs;
     out["build_indexes"] = report->build_indexes;
     out["events"] = report->events;
@@ -64,7 +61,7 @@ run(Invocation& call)
   }
   std::string text;
   for (const auto& finding : report->findings) {
-    text += store->location() + "/" + finding.file;
+    text += prepared.store->location() + "/" + finding.file;
     if (finding.line > 0) {
       text += ":" + std::to_string(finding.line);
     }
@@ -98,19 +95,14 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-fsck_command()
-{
-  static const Command k_command{
-    .name = "fsck",
-    .synopsis = "[--repair] [--json]",
-    .summary = "check every log of the store; --repair quarantines and rebuilds (never deletes)",
-    .options = k_options,
-    .run = run,
-    .needs = Needs::store,
-    .arity = {0, 0, "takes no arguments (the store is --store DIR or $FINGERPRINT_DIR)"},
-    .access = [](const Args& args) { return args.flag("repair") ? store::Access::update : store::Access::read; }};
-  return k_command;
-}
+extern const Command k_fsck_command{
+  "fsck",
+  "[--repair] [--json]",
+  "check every log of the store; --repair quarantines and rebuilds (never deletes)",
+  k_options,
+  run,
+  Needs::store,
+  {0, 0, "takes no arguments (the store is --store DIR or $FINGERPRINT_DIR)"},
+  [](const Args& args) { return args.flag("repair") ? store::Access::update : store::Access::read; }};
 
 } // namespace fingerprint::cmd

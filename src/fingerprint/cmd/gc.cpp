@@ -56,11 +56,8 @@ parse_age(std::string_view text)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   const bool dry_run = args.flag("dry-run");
   const bool missing_dirs = args.flag("missing-build-dirs");
   int64_t max_age = -1;
@@ -93,17 +90,18 @@ run(Invocation& call)
   Expected<store::GcPlan> plan = Error{};
   {
     Progress progress(context.err, "gc", "build indexes read");
-    plan = store::plan_gc(*store, policy, [&](size_t done, size_t total) { progress(done, total); });
+    plan = store::plan_gc(*prepared.store, policy, [&](size_t done, size_t total) { progress(done, total); });
   }
   if (!plan) {
     print_error(context, plan.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->location(), plan->problems);
+  report_problems(context, prepared.store->location(), plan->problems);
   store::GcResult result;
   {
     Progress progress(context.err, "gc", dry_run ? "artifact logs looked at" : "artifact logs rewritten");
-    result = store::apply_gc(*store, *plan, dry_run, [&](size_t done, size_t total) { progress(done, total); });
+    result =
+      store::apply_gc(*prepared.store, *plan, dry_run, [&](size_t done, size_t total) { progress(done, total); });
   }
   for (const auto& failure : result.failures) {
     print_error(context, "gc: " + failure);
@@ -117,19 +115,19 @@ run(Invocation& call)
     out["builds_dropped"] = builds_dropped;
     out["targets_dropped"] = plan->dropped.size();
     out["events_dropped"] = result.events_dropped;
-    out["artifact_logs_rewritten"] = result.logs_rewritten;
-    out["artifact_logs_removed"] = result.logs_removed;
-    out["build_indexes_rewritten"] = result.indexes_rewritten;
-    out["build_indexes_removed"] = result.indexes_removed;
+    out["artifact_logs_rewritten"] = result.logs.rewritten;
+    out["artifact_logs_removed"] = result.logs.removed;
+    out["build_indexes_rewritten"] = result.indexes.rewritten;
+    out["build_indexes_removed"] = result.indexes.removed;
     out["errors"] = result.failures;
     write_out(context, dump_json(out));
   } else {
     const std::string verb = dry_run ? "would drop " : "dropped ";
     write_out(context,
               "gc: " + verb + std::to_string(result.events_dropped) + " events of " + std::to_string(builds_dropped)
-                + " of " + std::to_string(plan->builds_seen) + " builds; " + std::to_string(result.logs_removed)
-                + " artifact logs " + (dry_run ? "would go" : "removed") + ", " + std::to_string(result.logs_rewritten)
-                + (dry_run ? " would be rewritten" : " rewritten") + "; " + std::to_string(result.indexes_removed)
+                + " of " + std::to_string(plan->builds_seen) + " builds; " + std::to_string(result.logs.removed)
+                + " artifact logs " + (dry_run ? "would go" : "removed") + ", " + std::to_string(result.logs.rewritten)
+                + (dry_run ? " would be rewritten" : " rewritten") + "; " + std::to_string(result.indexes.removed)
                 + " build indexes " + (dry_run ? "would go" : "removed") + "\n");
   }
   return result.failures.empty() ? k_exit_ok : k_exit_failure;
@@ -137,19 +135,14 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-gc_command()
-{
-  static const Command k_command{
-    .name = "gc",
-    .synopsis = "[--dry-run] [--missing-build-dirs] [--older-than AGE] [--keep-builds N] [--json]",
-    .summary = "drop old builds' events (retention driven by the build index); artifacts left without events go",
-    .options = k_options,
-    .run = run,
-    .needs = Needs::store,
-    .arity = {0, 0, "takes no arguments"},
-    .access = [](const Args& args) { return args.flag("dry-run") ? store::Access::read : store::Access::update; }};
-  return k_command;
-}
+extern const Command k_gc_command{
+  "gc",
+  "[--dry-run] [--missing-build-dirs] [--older-than AGE] [--keep-builds N] [--json]",
+  "drop old builds' events (retention driven by the build index); artifacts left without events go",
+  k_options,
+  run,
+  Needs::store,
+  {0, 0, "takes no arguments"},
+  [](const Args& args) { return args.flag("dry-run") ? store::Access::read : store::Access::update; }};
 
 } // namespace fingerprint::cmd

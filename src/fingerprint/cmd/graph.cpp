@@ -165,11 +165,8 @@ write_file(const std::string& path, std::string_view text)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   const std::string format = args.value("format").value_or("text");
   const std::set<std::string> formats = {"text", "dot", "mermaid", "json", "svg", "html"};
   if (!formats.contains(format)) {
@@ -188,8 +185,8 @@ run(Invocation& call)
   }
   const bool per_target = args.flag("artifacts");
   std::vector<store::LogProblem> problems;
-  auto all = query::collect_graph(*store, per_target, problems);
-  report_problems(context, store->location(), problems);
+  auto all = query::collect_graph(*prepared.store, per_target, problems);
+  report_problems(context, prepared.store->location(), problems);
   if (!all) {
     print_error(context, all.error().message);
     return k_exit_failure;
@@ -240,7 +237,7 @@ run(Invocation& call)
     }
     text = std::move(*svg);
   } else {
-    GraphPage page{store->location(), project, per_target, graph_json(edges), std::nullopt, {}};
+    GraphPage page{prepared.store->location(), project, per_target, graph_json(edges), std::nullopt, {}};
     if (dot) {
       auto svg = graphviz_svg(*dot, dot_text(edges), context);
       if (svg) {
@@ -269,17 +266,12 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-graph_command()
-{
-  static const Command k_command{
-    .name = "graph",
-    .synopsis = "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--output FILE]",
-    .summary = "the producer -> consumer graph between projects (or targets)",
-    .options = k_options,
-    .run = run,
-    .needs = Needs::store};
-  return k_command;
-}
+extern const Command k_graph_command{
+  "graph",
+  "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--output FILE]",
+  "the producer -> consumer graph between projects (or targets)",
+  k_options,
+  run,
+  Needs::store};
 
 } // namespace fingerprint::cmd

@@ -128,10 +128,8 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& /*prepared*/)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
   if (!args.value("project") || !args.value("build-dir")) {
     print_error(context, "installed: --project and --build-dir are required");
     return k_exit_usage;
@@ -158,15 +156,10 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-installed_command()
-{
-  static const Command k_command{"installed",
-                                 "--project P --build-dir D [--required] [--] FILE...",
-                                 "record installed copies of a build tree's artifacts (run at install time)",
-                                 k_options,
-                                 run};
-  return k_command;
-}
+extern const Command k_installed_command{"installed",
+                                         "--project P --build-dir D [--required] [--] FILE...",
+                                         "record installed copies of a build tree's artifacts (run at install time)",
+                                         k_options,
+                                         run};
 
 } // namespace fingerprint::cmd

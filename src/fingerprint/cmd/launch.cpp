@@ -28,10 +28,8 @@ constexpr OptionSpec k_options[] = {
 };
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& /*prepared*/)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
   std::vector<std::string> command = args.positional();
   const auto project = args.value("project");
   const auto target = args.value("target");
@@ -151,16 +149,11 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-launch_command()
-{
-  static const Command k_command{
-    "launch",
-    "--project P --target T --output FILE --build-dir D [--type TYPE] [options] -- COMMAND...",
-    "run a link rule's command and record what it produced and consumed (the CMake module's hook)",
-    k_options,
-    run};
-  return k_command;
-}
+extern const Command k_launch_command{
+  "launch",
+  "--project P --target T --output FILE --build-dir D [--type TYPE] [options] -- COMMAND...",
+  "run a link rule's command and record what it produced and consumed (the CMake module's hook)",
+  k_options,
+  run};
 
 } // namespace fingerprint::cmd

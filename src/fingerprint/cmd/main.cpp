@@ -26,22 +26,22 @@ constexpr std::string_view k_overview = "usage: fingerprint [--store DIR|URL] <c
 std::span<const Command* const>
 table()
 {
-  static const Command* const k_table[] = {&digest_command(),
-                                           &record_command(),
-                                           &show_command(),
-                                           &consumers_command(),
-                                           &why_command(),
-                                           &verify_command(),
-                                           &graph_command(),
-                                           &builds_command(),
-                                           &build_command(),
-                                           &gc_command(),
-                                           &fsck_command(),
-                                           &export_command(),
-                                           &migrate_command(),
-                                           &check_command(),
-                                           &launch_command(),
-                                           &installed_command()};
+  static const Command* const k_table[] = {&k_digest_command,
+                                           &k_record_command,
+                                           &k_show_command,
+                                           &k_consumers_command,
+                                           &k_why_command,
+                                           &k_verify_command,
+                                           &k_graph_command,
+                                           &k_builds_command,
+                                           &k_build_command,
+                                           &k_gc_command,
+                                           &k_fsck_command,
+                                           &k_export_command,
+                                           &k_migrate_command,
+                                           &k_check_command,
+                                           &k_launch_command,
+                                           &k_installed_command};
   return k_table;
 }
 
@@ -131,11 +131,7 @@ unknown_command(Context& context, std::string_view name)
 int
 set_up_and_run(const Command& command, const Args& args, Context& context)
 {
-  Invocation call{.args = args,
-                  .context = context,
-                  .algorithm = digest::k_default_algorithm,
-                  .store = nullptr,
-                  .artifact = std::nullopt};
+  Prepared prepared;
   const std::string name(command.name);
   const size_t count = args.positional().size();
   if (count < command.arity.min || count > command.arity.max) {
@@ -143,10 +139,10 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
     return k_exit_usage;
   }
   if (command.needs == Needs::nothing) {
-    return command.run(call);
+    return command.run(args, context, prepared);
   }
   if (auto algorithm = algorithm_option(args)) {
-    call.algorithm = *algorithm;
+    prepared.algorithm = *algorithm;
   } else {
     print_error(context, name + ": " + algorithm.error().message);
     return k_exit_usage;
@@ -161,22 +157,22 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
     print_error(context, opened.error().message);
     return k_exit_failure;
   }
-  call.store = std::move(*opened);
+  prepared.store = std::move(*opened);
   if (command.needs == Needs::artifact) {
     const std::string& argument = args.positional().front();
-    auto record = load_artifact(*call.store, argument, call.algorithm, context);
+    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context);
     if (!record) {
       return k_exit_failure;
     }
     if (!record->recorded()) {
-      report_problems(context, call.store->location(), record->problems);
+      report_problems(context, prepared.store->location(), record->problems);
       print_error(context,
-                  argument + ": not recorded (" + record->key.str() + ") in the store " + call.store->location());
+                  argument + ": not recorded (" + record->key.str() + ") in the store " + prepared.store->location());
       return k_exit_failure;
     }
-    call.artifact = std::move(*record);
+    prepared.artifact = std::move(*record);
   }
-  return command.run(call);
+  return command.run(args, context, prepared);
 }
 
 int

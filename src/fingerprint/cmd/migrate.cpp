@@ -14,10 +14,8 @@ constexpr OptionSpec k_options[] = {
 };
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& /*prepared*/)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
   const auto from = args.value("from");
   const auto to = args.value("to");
   if (!from || from->empty() || !to || to->empty() || !args.positional().empty()) {
@@ -71,16 +69,11 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-migrate_command()
-{
-  static const Command k_command{
-    "migrate",
-    "--from DIR --to postgresql://user@host:port/db [--json]",
-    "copy a directory store into a PostgreSQL store; running it again copies only what is new",
-    k_options,
-    run};
-  return k_command;
-}
+extern const Command k_migrate_command{
+  "migrate",
+  "--from DIR --to postgresql://user@host:port/db [--json]",
+  "copy a directory store into a PostgreSQL store; running it again copies only what is new",
+  k_options,
+  run};
 
 } // namespace fingerprint::cmd

@@ -36,10 +36,8 @@ unique_absolute(const std::vector<std::string>& paths, const std::set<std::strin
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& /*prepared*/)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
   const auto project = args.value("project");
   const auto target = args.value("target");
   if (!project || project->empty() || !target || target->empty()) {
@@ -96,16 +94,11 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-record_command()
-{
-  static const Command k_command{
-    "record",
-    "--project P --target T [--build-id B] [--build-dir D] [--version V] --produced FILE... [--consumed FILE...]",
-    "record what a build step produced and consumed (run by the build hooks)",
-    k_options,
-    run};
-  return k_command;
-}
+extern const Command k_record_command{
+  "record",
+  "--project P --target T [--build-id B] [--build-dir D] [--version V] --produced FILE... [--consumed FILE...]",
+  "record what a build step produced and consumed (run by the build hooks)",
+  k_options,
+  run};
 
 } // namespace fingerprint::cmd

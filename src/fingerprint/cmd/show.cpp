@@ -75,27 +75,22 @@ json(const store::ArtifactRecord& record)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const store::ArtifactRecord& record = *call.artifact;
-  report_problems(call.context, call.store->location(), record.problems);
-  write_out(call.context, call.args.flag("json") ? dump_json(json(record)) : human(record));
+  const store::ArtifactRecord& record = *prepared.artifact;
+  report_problems(context, prepared.store->location(), record.problems);
+  write_out(context, args.flag("json") ? dump_json(json(record)) : human(record));
   return k_exit_ok;
 }
 
 } // namespace
 
-const Command&
-show_command()
-{
-  static const Command k_command{.name = "show",
-                                 .synopsis = "[--json] FILE|DIGEST",
-                                 .summary = "who produced an artifact, who consumed it, and its names",
-                                 .options = k_options,
-                                 .run = run,
-                                 .needs = Needs::artifact,
-                                 .arity = {1, 1, "give exactly one FILE or DIGEST"}};
-  return k_command;
-}
+extern const Command k_show_command{"show",
+                                    "[--json] FILE|DIGEST",
+                                    "who produced an artifact, who consumed it, and its names",
+                                    k_options,
+                                    run,
+                                    Needs::artifact,
+                                    k_one_artifact};
 
 } // namespace fingerprint::cmd

@@ -63,11 +63,8 @@ to_json(const Verdict& verdict)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   const auto build_dir = args.value("build-dir");
   if (build_dir.has_value() == !args.positional().empty()) {
     print_error(context, "verify: give FILE... or --build-dir D, not both or neither");
@@ -75,7 +72,7 @@ run(Invocation& call)
   }
   int status = k_exit_ok;
   const std::optional<std::string> tree = build_dir ? std::optional(absolute_path(*build_dir)) : std::nullopt;
-  auto latest = latest_by_path(*store, tree, context);
+  auto latest = latest_by_path(*prepared.store, tree, context);
   if (!latest) {
     print_error(context, latest.error().message);
     return k_exit_failure;
@@ -102,7 +99,7 @@ run(Invocation& call)
   std::vector<digest::Algorithm> algorithms;
   std::map<digest::Algorithm, std::vector<size_t>> by_algorithm;
   for (size_t i = 0; i < verdicts.size(); ++i) {
-    digest::Algorithm algorithm_i = call.algorithm;
+    digest::Algorithm algorithm_i = prepared.algorithm;
     if (verdicts[i].recorded) {
       if (auto key = store::parse_digest_key(verdicts[i].recorded->digest)) {
         algorithm_i = key->algorithm;
@@ -141,7 +138,7 @@ run(Invocation& call)
         verdict.status = verdict.recorded->digest == verdict.digest ? "OK" : "MODIFIED";
       } else {
         // Not recorded under this path; the bytes may still be known.
-        auto record = store::load_record(*store, store::DigestKey{algorithms[i], file->hex});
+        auto record = store::load_record(*prepared.store, store::DigestKey{algorithms[i], file->hex});
         verdict.status = record && record->recorded() ? "OK" : "NOT RECORDED";
       }
     }
@@ -181,16 +178,11 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-verify_command()
-{
-  static const Command k_command{.name = "verify",
-                                 .synopsis = "[--json] FILE... | [--json] --build-dir D",
-                                 .summary = "check that files still hold the bytes the store recorded for them",
-                                 .options = k_options,
-                                 .run = run,
-                                 .needs = Needs::store};
-  return k_command;
-}
+extern const Command k_verify_command{"verify",
+                                      "[--json] FILE... | [--json] --build-dir D",
+                                      "check that files still hold the bytes the store recorded for them",
+                                      k_options,
+                                      run,
+                                      Needs::store};
 
 } // namespace fingerprint::cmd

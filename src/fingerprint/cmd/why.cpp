@@ -18,26 +18,23 @@ short_digest(const std::string& digest)
 }
 
 int
-run(Invocation& call)
+run(const Args& args, Context& context, Prepared& prepared)
 {
-  const Args& args = call.args;
-  Context& context = call.context;
-  const auto& store = call.store;
   const std::string& consumer_argument = args.positional()[0];
   const std::string& artifact_argument = args.positional()[1];
-  auto consumer = resolve_artifact(consumer_argument, call.algorithm);
-  auto artifact = consumer ? resolve_artifact(artifact_argument, call.algorithm) : consumer;
+  auto consumer = resolve_artifact(consumer_argument, prepared.algorithm);
+  auto artifact = consumer ? resolve_artifact(artifact_argument, prepared.algorithm) : consumer;
   if (!consumer || !artifact) {
     print_error(context, (!consumer ? consumer : artifact).error().message);
     return k_exit_failure;
   }
   std::vector<store::LogProblem> problems;
-  auto chain = store->find_chain(*artifact, *consumer, problems);
+  auto chain = prepared.store->find_chain(*artifact, *consumer, problems);
   if (!chain) {
     print_error(context, chain.error().message);
     return k_exit_failure;
   }
-  report_problems(context, store->location(), problems);
+  report_problems(context, prepared.store->location(), problems);
   const bool depends = !chain->empty() || *artifact == *consumer;
   if (args.flag("json")) {
     nlohmann::ordered_json out;
@@ -53,8 +50,8 @@ run(Invocation& call)
   }
   if (!depends) {
     write_out(context,
-              consumer_argument + " does not depend on " + artifact_argument + " in the store " + store->location()
-                + "\n");
+              consumer_argument + " does not depend on " + artifact_argument + " in the store "
+                + prepared.store->location() + "\n");
     return k_exit_failure;
   }
   std::string text = consumer_argument + " depends on " + artifact_argument + ":\n";
@@ -78,17 +75,12 @@ run(Invocation& call)
 
 } // namespace
 
-const Command&
-why_command()
-{
-  static const Command k_command{.name = "why",
-                                 .synopsis = "[--json] CONSUMER ARTIFACT",
-                                 .summary = "the chain of builds through which CONSUMER was made from ARTIFACT",
-                                 .options = k_options,
-                                 .run = run,
-                                 .needs = Needs::store,
-                                 .arity = {2, 2, "give CONSUMER and ARTIFACT (each a FILE or DIGEST)"}};
-  return k_command;
-}
+extern const Command k_why_command{"why",
+                                   "[--json] CONSUMER ARTIFACT",
+                                   "the chain of builds through which CONSUMER was made from ARTIFACT",
+                                   k_options,
+                                   run,
+                                   Needs::store,
+                                   {2, 2, "give CONSUMER and ARTIFACT (each a FILE or DIGEST)"}};
 
 } // namespace fingerprint::cmd

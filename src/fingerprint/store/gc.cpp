@@ -135,7 +135,7 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
       result.failures.push_back(removed.error().message);
     } else if (removed->events_after != removed->events_before) {
       result.events_dropped += removed->events_before - removed->events_after;
-      (removed->removed ? result.logs_removed : result.logs_rewritten) += 1;
+      (removed->removed ? result.logs.removed : result.logs.rewritten) += 1;
     }
     if (progress) {
       progress(++done, logs.size());
@@ -147,7 +147,7 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
     if (!removed) {
       result.failures.push_back(removed.error().message);
     } else {
-      (removed->removed ? result.indexes_removed : result.indexes_rewritten) += 1;
+      (removed->removed ? result.indexes.removed : result.indexes.rewritten) += 1;
     }
   }
   return result;

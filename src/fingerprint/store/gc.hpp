@@ -54,11 +54,16 @@ struct GcPlan
 
 struct GcResult
 {
+  // Files that lost events: rewritten with the rest, or removed when
+  // nothing was left.
+  struct Files
+  {
+    size_t rewritten = 0;
+    size_t removed = 0;
+  };
+  Files logs;
+  Files indexes;
   size_t events_dropped = 0;
-  size_t logs_rewritten = 0;
-  size_t logs_removed = 0;
-  size_t indexes_rewritten = 0;
-  size_t indexes_removed = 0;
   std::vector<std::string> failures; // gc went on past each
 };
 
