@@ -17,8 +17,8 @@
 #     made by BUILDS builds (default 200) in 5 levels: one root library,
 #     consumed by every level-1 build, whose products the next level
 #     consumes, and so on, plus a few system libraries every build links.
-#     Generated straight into a directory store in format 1 (DESIGN.md
-#     section 4; checked with fsck), migrated into the database, then
+#     Generated straight into a directory store in format 1 (README,
+#     "The store"; checked with fsck), migrated into the database, then
 #     `consumers --transitive --json ROOT`, `why --json LEAF ROOT`,
 #     `consumers --json SYSLIB` and `builds --json`, 15 runs on each store;
 #     both stores must print the same bytes.

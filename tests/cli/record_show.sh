@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# record, then show / consumers; the store layout (DESIGN.md section 4); store selection.
+# record, then show / consumers; the store layout (README, "The store"); store selection.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
@@ -18,7 +18,7 @@ expect_rc 0 "record app consuming lib.a"
 run "$FP" --store "$S" record --project tool --target tool --build-id 3 --produced tool --consumed app
 expect_rc 0 "record tool consuming app"
 
-# show --json: the object of DESIGN.md section 6.
+# show --json: the object the README documents.
 run "$FP" --store "$S" show --json lib.a
 expect_rc 0 "show --json lib.a"
 cp "$T/out" show.json
@@ -84,7 +84,7 @@ expect_in err "not recorded" "the message says it is not recorded"
 run "$FP" --store "$S" consumers stranger
 expect_rc 1 "consumers of an unrecorded file"
 
-# Store layout (DESIGN.md section 4).
+# Store layout (README, "The store").
 expect_file "$S/fingerprint-store.json" "the store has a format file"
 expect_json "$S/fingerprint-store.json" 'd["format"] == 1' 'fingerprint-store.json says "format": 1'
 for pair in "$lib:2" "$app:2" "$tool:1"; do
@@ -100,7 +100,7 @@ for pair in up/1:1 app/7:2 tool/3:2; do
 done
 unexpected=$(cd "$S" 2>&1 && find . -regextype posix-extended -type f ! -name fingerprint-store.json \
   ! -regex '\./objects/sha256/([0-9a-f]{2})/\1[0-9a-f]{62}\.jsonl' ! -regex '\./builds/[^/]+/[^/]+\.jsonl') || true
-expect_eq "$unexpected" "" "the store holds no files outside the DESIGN.md layout"
+expect_eq "$unexpected" "" "the store holds no files outside the documented layout"
 expect_eq "$(find "$S" -name '*.jsonl' | wc -l)" 6 "the store holds 3 object logs and 3 build indexes"
 # Every line of every log is one newline-terminated JSON object.
 find "$S" -name '*.jsonl' -print0 | xargs -0 python3 "$CHECKS" jsonl-lines >bad-lines 2>&1 \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A group-shared store (DESIGN.md section 4): two users of one group record
+# A group-shared store (README, "The store"): two users of one group record
 # into a setgid store directory an admin made, append to each other's logs
 # and repair each other's logs; directories keep the group and the setgid
 # bit, files the group write bit the umask allows. Each user's digest cache

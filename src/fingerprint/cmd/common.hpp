@@ -58,7 +58,7 @@ std::optional<store::ArtifactRecord> load_artifact(const store::Store& store,
 using util::absolute_path;
 using util::base_name;
 
-// An event as the JSON object of DESIGN.md section 6 (all its fields).
+// An event as the JSON object `show --json` prints (README, "The command line"), all its fields.
 nlohmann::ordered_json event_json(const store::Event& event);
 
 // `value` as indented JSON text. Bytes that are not UTF-8 (a file name in

@@ -34,7 +34,7 @@ size_t digest_size(Algorithm algorithm);
 
 // The OpenSSL implementation, fetched once per process and then shared by all
 // threads: EVP_MD_fetch goes through the provider store under a lock, and
-// doing it per file was a measured bottleneck (DESIGN.md section 5).
+// doing it per file was a measured bottleneck (docs/ARCHITECTURE.md, "The digest engine").
 const EVP_MD* evp_md(Algorithm algorithm);
 
 } // namespace fingerprint::digest

@@ -14,7 +14,7 @@ std::string build_id_from_environment();
 std::string build_id_from_time();
 
 // The per-build-tree sequence number of the build tool invocation running
-// this process (DESIGN.md section 7): every hook under one `ninja` (or
+// this process (README, "Using it from CMake"): every hook under one `ninja` (or
 // `make`) run gets the same number, the next run the next one. The
 // invocation is recognised by the build tool's process id and start time,
 // found by walking up the process tree; the counter lives in
