@@ -63,12 +63,19 @@ number that advances once per ``ninja`` (or ``make``) invocation.
 
     fingerprint_target(<target> [CONSUMES <file>...] [PRODUCES <file>...])
 
-  Fingerprints ``<target>`` (also when ``FINGERPRINT_AUTO`` is ``OFF``).
+  Fingerprints ``<target>`` (also when ``FINGERPRINT_AUTO`` is ``OFF``);
+  an ``ALIAS`` stands for the target it names.
   ``CONSUMES`` names files the target reads that the linker does not see
   (data it embeds, a generator's input); ``PRODUCES`` names further files
   its link step writes. Both may be given again later: they are read at
   generate time from the ``FINGERPRINT_CONSUMES`` and
-  ``FINGERPRINT_PRODUCES`` target properties.
+  ``FINGERPRINT_PRODUCES`` target properties. A relative path is taken
+  from the current source directory (``CONSUMES``) or binary directory
+  (``PRODUCES``). A value may be a generator expression, such as
+  ``$<TARGET_FILE:<other>>``: it is kept as given and evaluated at
+  generate time for ``<target>``; a relative result (or a relative path
+  set on the property directly) is taken from the target's source
+  (``CONSUMES``) or binary (``PRODUCES``) directory.
 
 .. command:: fingerprint_exclude
 
@@ -76,7 +83,8 @@ number that advances once per ``ninja`` (or ``make``) invocation.
 
     fingerprint_exclude(<target>...)
 
-  Leaves the targets out (sets their ``FINGERPRINT_EXCLUDE`` property).
+  Leaves the targets out (sets their ``FINGERPRINT_EXCLUDE`` property; an
+  ``ALIAS`` stands for the target it names).
 
 .. command:: fingerprint_add_tests
 
@@ -85,7 +93,8 @@ number that advances once per ``ninja`` (or ``make``) invocation.
     fingerprint_add_tests([TARGETS <target>...])
 
   Registers one CTest test per fingerprinted target (or per ``<target>``
-  given), named ``fingerprint.<target>``. It re-digests the target's file,
+  given), named ``fingerprint.<target>`` (by the real name when ``<target>``
+  is an ``ALIAS``). It re-digests the target's file,
   checks that the store holds a producer event for those bytes from this
   build tree, and that every line of its record survives
   serialize -> parse -> serialize byte for byte. Call after
@@ -104,6 +113,29 @@ set_property(CACHE FINGERPRINT_ALGORITHM PROPERTY STRINGS sha256 sha512 sha1 md5
 # The module's own directory, for the installed layout's runner lookup.
 set(_FINGERPRINT_MODULE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
+# The target `target` names: itself, or the one it is an ALIAS of (as
+# GoogleTest.cmake does; properties cannot be set on an ALIAS).
+function(_fingerprint_resolve_alias out target)
+  get_target_property(aliased "${target}" ALIASED_TARGET)
+  if(aliased)
+    set(${out} "${aliased}" PARENT_SCOPE)
+  else()
+    set(${out} "${target}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Appends the list `files` to the path-list property `property` of
+# `target`: plain relative paths made absolute from `base` now, as the caller
+# wrote them; generator expressions kept as given, for the hook to evaluate.
+function(_fingerprint_append_paths target property base files)
+  foreach(file IN LISTS files)
+    if(NOT file MATCHES [[\$<]])
+      cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY "${base}" NORMALIZE)
+    endif()
+    set_property(TARGET "${target}" APPEND PROPERTY ${property} "${file}")
+  endforeach()
+endfunction()
+
 function(fingerprint_target target)
   list(APPEND CMAKE_MESSAGE_CONTEXT fingerprint)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "CONSUMES;PRODUCES")
@@ -113,25 +145,20 @@ function(fingerprint_target target)
   if(NOT TARGET "${target}")
     message(FATAL_ERROR "fingerprint_target(${target}): no such target")
   endif()
-  get_target_property(type "${target}" TYPE)
+  _fingerprint_resolve_alias(real "${target}")
+  get_target_property(type "${real}" TYPE)
   if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY)$")
     message(FATAL_ERROR "fingerprint_target(${target}): a ${type} has no link step to hook; "
       "only executables and static, shared and module libraries can be fingerprinted")
   endif()
   get_property(known GLOBAL PROPERTY _FINGERPRINT_TARGETS)
-  if("${target}" IN_LIST known)
+  if("${real}" IN_LIST known)
     message(WARNING "fingerprint_target(${target}) was called before; the new CONSUMES/PRODUCES are added")
   else()
-    set_property(GLOBAL APPEND PROPERTY _FINGERPRINT_TARGETS "${target}")
+    set_property(GLOBAL APPEND PROPERTY _FINGERPRINT_TARGETS "${real}")
   endif()
-  foreach(file IN LISTS arg_CONSUMES)
-    cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" NORMALIZE)
-    set_property(TARGET "${target}" APPEND PROPERTY FINGERPRINT_CONSUMES "${file}")
-  endforeach()
-  foreach(file IN LISTS arg_PRODUCES)
-    cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}" NORMALIZE)
-    set_property(TARGET "${target}" APPEND PROPERTY FINGERPRINT_PRODUCES "${file}")
-  endforeach()
+  _fingerprint_append_paths("${real}" FINGERPRINT_CONSUMES "${CMAKE_CURRENT_SOURCE_DIR}" "${arg_CONSUMES}")
+  _fingerprint_append_paths("${real}" FINGERPRINT_PRODUCES "${CMAKE_CURRENT_BINARY_DIR}" "${arg_PRODUCES}")
 endfunction()
 
 function(fingerprint_exclude)
@@ -140,7 +167,8 @@ function(fingerprint_exclude)
     if(NOT TARGET "${target}")
       message(FATAL_ERROR "fingerprint_exclude(${target}): no such target")
     endif()
-    set_property(TARGET "${target}" PROPERTY FINGERPRINT_EXCLUDE ON)
+    _fingerprint_resolve_alias(real "${target}")
+    set_property(TARGET "${real}" PROPERTY FINGERPRINT_EXCLUDE ON)
   endforeach()
 endfunction()
 
@@ -150,14 +178,17 @@ function(fingerprint_add_tests)
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "fingerprint_add_tests: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
+  set(targets "")
   foreach(target IN LISTS arg_TARGETS)
     if(NOT TARGET "${target}")
       message(FATAL_ERROR "fingerprint_add_tests: no such target: ${target}")
     endif()
+    _fingerprint_resolve_alias(real "${target}")
+    list(APPEND targets "${real}")
   endforeach()
   # The targets are known only at the end of the top-level directory.
   set_property(GLOBAL PROPERTY _FINGERPRINT_ADD_TESTS ON)
-  set_property(GLOBAL APPEND PROPERTY _FINGERPRINT_TEST_TARGETS ${arg_TARGETS})
+  set_property(GLOBAL APPEND PROPERTY _FINGERPRINT_TEST_TARGETS ${targets})
 endfunction()
 
 include("${CMAKE_CURRENT_LIST_DIR}/Fingerprint/hooks.cmake")

@@ -15,7 +15,8 @@ function(_fingerprint_quote out value)
   endif()
 endfunction()
 
-# Every target defined in `dir` and below.
+# Every target defined in `dir` and below (also how this repository's own
+# CMakeLists.txt finds its targets to exclude them).
 function(_fingerprint_collect_targets dir out)
   get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
   get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
@@ -108,17 +109,25 @@ endfunction()
 function(_fingerprint_hook target common drivers)
   get_target_property(type "${target}" TYPE)
   get_target_property(source_dir "${target}" SOURCE_DIR)
+  get_target_property(binary_dir "${target}" BINARY_DIR)
   set(args_dir "${CMAKE_BINARY_DIR}/CMakeFiles/fingerprint/targets")
 
   # Read at generate time, so CONSUMES/PRODUCES set after this point count;
   # one file per configuration, never shared between two targets. Files of
   # configurations built before (another CMAKE_BUILD_TYPE) go first.
+  # Generator expressions in the values ($<TARGET_FILE:other>) are evaluated
+  # for this target (Corrosion reads user-given properties the same way);
+  # the runner takes what is still relative from the target's directories,
+  # which only CMake knows.
   file(REMOVE_RECURSE "${args_dir}/${target}")
-  set(consumes "$<TARGET_PROPERTY:${target},FINGERPRINT_CONSUMES>")
-  set(produces "$<TARGET_PROPERTY:${target},FINGERPRINT_PRODUCES>")
+  set(consumes "$<GENEX_EVAL:$<TARGET_PROPERTY:${target},FINGERPRINT_CONSUMES>>")
+  set(produces "$<GENEX_EVAL:$<TARGET_PROPERTY:${target},FINGERPRINT_PRODUCES>>")
   file(GENERATE OUTPUT "${args_dir}/${target}/config-$<CONFIG>.args"
     CONTENT "output=$<TARGET_FILE:${target}>
-$<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${produces}>:produces=$<JOIN:${produces},\nproduces=>\n>")
+source_dir=${source_dir}
+binary_dir=${binary_dir}
+$<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${produces}>:produces=$<JOIN:${produces},\nproduces=>\n>"
+    TARGET "${target}")
 
   _fingerprint_quote(q_target "${target}")
   _fingerprint_quote(q_args_dir "${args_dir}")
@@ -163,6 +172,20 @@ $<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${prod
   set_property(TARGET "${target}" PROPERTY RULE_LAUNCH_LINK "${launcher}")
 endfunction()
 
+# `value` as a bracket argument (`[==[value]==]`), which CMake reads back
+# byte for byte: no escapes, no variable references, semicolons kept.
+function(_fingerprint_bracket out value)
+  set(equals "")
+  while(value MATCHES "]${equals}]")
+    string(APPEND equals "=")
+  endwhile()
+  # A newline right after the opening bracket is dropped when read back.
+  if(value MATCHES "^\n")
+    set(value "\n${value}")
+  endif()
+  set(${out} "[${equals}[${value}]${equals}]" PARENT_SCOPE)
+endfunction()
+
 # Records install()ed copies once every install rule has run: this rule is
 # the last one of the top-level directory, and CMAKE_INSTALL_MANIFEST_FILES
 # then lists everything installed.
@@ -172,17 +195,21 @@ function(_fingerprint_install_rule runner)
     message(STATUS "Installed copies in subdirectories are not fingerprinted: policy CMP0082 is not NEW "
       "(cmake_minimum_required(VERSION 3.14) or later sets it)")
   endif()
-  set(command "\"${runner}\" installed --project \"${CMAKE_PROJECT_NAME}\" --build-dir \"${CMAKE_BINARY_DIR}\"")
   _fingerprint_store_options(options)
-  foreach(option IN LISTS options)
-    string(APPEND command " \"${option}\"")
+  set(command "")
+  foreach(word IN ITEMS "${runner}" installed --project "${CMAKE_PROJECT_NAME}" --build-dir "${CMAKE_BINARY_DIR}"
+                        ${options})
+    _fingerprint_bracket(bracketed "${word}")
+    string(APPEND command " ${bracketed}")
   endforeach()
-  install(CODE "
-    execute_process(COMMAND ${command} -- \${CMAKE_INSTALL_MANIFEST_FILES} RESULT_VARIABLE _fingerprint_result)
+  set(code [==[
+    execute_process(COMMAND@command@ -- ${CMAKE_INSTALL_MANIFEST_FILES} RESULT_VARIABLE _fingerprint_result)
     if(NOT _fingerprint_result EQUAL 0)
-      message(FATAL_ERROR \"fingerprint: recording the installed files failed\")
+      message(FATAL_ERROR "fingerprint: recording the installed files failed")
     endif()
-  " ALL_COMPONENTS)
+  ]==])
+  string(REPLACE "@command@" "${command}" code "${code}")
+  install(CODE "${code}" ALL_COMPONENTS)
 endfunction()
 
 function(_fingerprint_finalize)

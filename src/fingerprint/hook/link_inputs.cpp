@@ -37,6 +37,22 @@ looks_like_library(std::string_view path)
          || is_object_file(name);
 }
 
+// A relative path in a target's settings (a generator expression's value)
+// is taken from the target's directory, the same for every generator, not
+// from the directory the link happens to run in. No base: left as it is.
+void
+resolve_relative(std::vector<std::string>& paths, const std::string& base)
+{
+  if (base.empty()) {
+    return;
+  }
+  for (auto& path : paths) {
+    if (!path.starts_with('/')) {
+      path = util::absolute_path(base + "/" + path);
+    }
+  }
+}
+
 } // namespace
 
 std::string
@@ -204,10 +220,16 @@ load_target_settings(const std::string& dir, const std::string& target, const st
     std::ifstream in(entry.path());
     TargetSettings candidate;
     std::string file_output;
+    std::string source_dir;
+    std::string binary_dir;
     std::string line;
     while (std::getline(in, line)) {
       if (line.starts_with("output=")) {
         file_output = line.substr(7);
+      } else if (line.starts_with("source_dir=")) {
+        source_dir = line.substr(11);
+      } else if (line.starts_with("binary_dir=")) {
+        binary_dir = line.substr(11);
       } else if (line.starts_with("consumes=") && line.size() > 9) {
         candidate.consumes.push_back(line.substr(9));
       } else if (line.starts_with("produces=") && line.size() > 9) {
@@ -215,6 +237,8 @@ load_target_settings(const std::string& dir, const std::string& target, const st
       }
     }
     if (util::absolute_path(file_output) == output) {
+      resolve_relative(candidate.consumes, source_dir);
+      resolve_relative(candidate.produces, binary_dir);
       return candidate;
     }
   }

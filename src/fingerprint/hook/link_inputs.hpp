@@ -38,7 +38,9 @@ struct TargetSettings
 };
 
 // Reads <dir>/<target>/*.args and takes the one whose "output=" line names
-// `output` (the configuration being built). No directory: no settings.
+// `output` (the configuration being built). Relative "consumes=" paths are
+// taken from its "source_dir=", relative "produces=" from its "binary_dir=".
+// No directory: no settings.
 Expected<TargetSettings> load_target_settings(const std::string& dir,
                                               const std::string& target,
                                               const std::string& output);

@@ -1,0 +1,22 @@
+# Paths with spaces and characters special to CMake's arguments and the
+# shell: a store whose name closes quoted and bracket arguments (", \, ]],
+# ]=]) and a build tree with spaces reach the link hooks and the install
+# rule intact, so the installed copies are recorded in that store.
+source "$(dirname "$0")/lib.sh" "$@"
+store="$T/store ]] \"q\" \\b ]=] 'x' #1"
+b="$T/b greet (1)"
+
+configure "$SRC/examples/greet" "$b" -DFINGERPRINT_DIR="$store"
+build "$b"
+expect_not_in both "not fingerprinted" "every link hook recorded"
+install_tree "$b"
+expect_not_in both "recording the installed files failed" "the install rule ran"
+query "$T/installed.json" --store "$store" show --json "$T/prefix/lib/libgreet.so"
+expect_rc 0 "the installed libgreet.so is in the store named with special characters"
+expect_json "$T/installed.json" \
+  'any(e["event"] == "installed" and e["project"] == "greet" and e["build_dir"] == "'"$b"'" for e in d["producers"])' \
+  "recorded as installed by greet, from the build tree with spaces"
+run "$FP" --store "$store" show "$b/libgreet.so"
+expect_rc 0 "the build tree's libgreet.so is recorded by its link hook"
+
+finish

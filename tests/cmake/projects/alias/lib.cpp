@@ -1,0 +1,5 @@
+int
+small_value()
+{
+  return 42;
+}

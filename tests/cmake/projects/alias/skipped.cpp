@@ -1,0 +1,5 @@
+int
+skipped_value()
+{
+  return 7;
+}
