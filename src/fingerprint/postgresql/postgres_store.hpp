@@ -9,13 +9,11 @@
 
 namespace fingerprint::store {
 
-class DirectoryStore;
-
 // Lets open_store() open postgresql:// URLs (store.hpp).
 void enable_postgresql();
 
-// The schema version this runner creates and migrates to (DESIGN.md
-// section 4b). A database at a newer version is refused.
+// The schema version this runner creates and migrates to (README,
+// "A PostgreSQL store, for build fleets"). A database at a newer version is refused.
 inline constexpr int k_schema_version = 1;
 
 // The PostgreSQL store: one row per event and log, through libpq.
@@ -59,7 +57,7 @@ public:
                                           const DigestKey& to,
                                           std::vector<LogProblem>& problems) const override;
 
-  Expected<MigrateReport> import_from(const DirectoryStore& source,
+  Expected<MigrateReport> import_from(const Migration& migration,
                                       const std::function<void(size_t, size_t)>& progress) const override;
 
   struct Connection;

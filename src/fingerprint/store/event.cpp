@@ -3,8 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <utility>
 
 namespace fingerprint::store {
 
@@ -12,51 +14,84 @@ namespace {
 
 using json = nlohmann::json;
 
-enum Field : size_t
+constexpr size_t k_unknown = k_event_field_count; // a field this runner does not know
+static_assert(k_event_field_count <= 32, "Reading::seen has a bit per field");
+static_assert(k_event_fields[0].written == k_every_kind, "a line opens with a field every kind has");
+
+constexpr std::array<std::string_view, 3> k_kind_names = {"produced", "consumed", "installed"};
+
+// An event being read: the kind's name until finish() knows it, and which
+// fields the line had.
+struct Reading
 {
-  f_v,
-  f_event,
-  f_digest,
-  f_size,
-  f_path,
-  f_project,
-  f_version,
-  f_target,
-  f_build,
-  f_build_dir,
-  f_host,
-  f_time,
-  f_product,
-  f_from,
-  f_count,
-  f_unknown = f_count,
+  Event event;
+  std::string kind;
+  uint32_t seen = 0;
+
+  bool
+  has(size_t field) const
+  {
+    return (seen & (1u << field)) != 0;
+  }
 };
 
-constexpr std::array<std::string_view, f_count> k_field_names = {"v",
-                                                                 "event",
-                                                                 "digest",
-                                                                 "size",
-                                                                 "path",
-                                                                 "project",
-                                                                 "version",
-                                                                 "target",
-                                                                 "build",
-                                                                 "build_dir",
-                                                                 "host",
-                                                                 "time",
-                                                                 "product",
-                                                                 "from"};
+// Where a string field's value goes; nullptr for a number.
+std::string*
+text_of(Reading& reading, const EventField& field)
+{
+  return field.type == FieldType::kind   ? &reading.kind
+         : field.type == FieldType::text ? &(reading.event.*field.text)
+                                         : nullptr;
+}
 
-// Fills an Event from SAX callbacks. Only a flat object of strings and
+// A number field's value; false for a string field.
+bool
+set_number(Reading& reading, const EventField& field, uint64_t value)
+{
+  if (field.type == FieldType::format) {
+    reading.event.v = value > 1000 ? 1000 : static_cast<int>(value);
+  } else if (field.type == FieldType::count) {
+    reading.event.*field.count = value;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// What precedes each field's value in a line serialize() writes, a string's
+// opening quote included: {"v":   ,"event":"   ,"size":   ...
+struct Prefix
+{
+  std::array<char, 40> text{};
+  size_t size = 0;
+};
+
+constexpr std::array<Prefix, k_event_field_count> k_prefixes = [] {
+  std::array<Prefix, k_event_field_count> prefixes{};
+  for (size_t i = 0; i < k_event_field_count; ++i) {
+    Prefix& prefix = prefixes[i];
+    const auto put = [&prefix](std::string_view text) {
+      for (const char c : text) {
+        prefix.text.at(prefix.size++) = c; // a name too long does not compile
+      }
+    };
+    put(i == 0 ? "{\"" : ",\"");
+    put(k_event_fields[i].name);
+    put("\":");
+    const FieldType type = k_event_fields[i].type;
+    put(type == FieldType::text || type == FieldType::kind ? "\"" : "");
+  }
+  return prefixes;
+}();
+
+// Fills a Reading from SAX callbacks. Only a flat object of strings and
 // non-negative integers is accepted, so the parser never builds a tree and a
 // hostile line cannot make it recurse.
 class EventSax : public nlohmann::json_sax<json>
 {
 public:
-  // `kind` receives the "event" field's text, checked after parsing.
-  EventSax(Event& event, std::string& kind)
-    : m_event(event)
-    , m_kind(kind)
+  explicit EventSax(Reading& reading)
+    : m_reading(reading)
   {
   }
 
@@ -81,11 +116,7 @@ public:
   bool
   number_unsigned(number_unsigned_t value) override
   {
-    if (m_field == f_v) {
-      m_event.v = value > 1000 ? 1000 : static_cast<int>(value);
-    } else if (m_field == f_size) {
-      m_event.size = value;
-    } else if (m_field != f_unknown) {
+    if (m_field != k_unknown && !set_number(m_reading, k_event_fields[m_field], value)) {
       return type_error("a number");
     }
     return mark_seen();
@@ -103,11 +134,12 @@ public:
   bool
   string(string_t& value) override
   {
-    if (m_field == f_v || m_field == f_size) {
-      return type_error("a string");
-    }
-    if (m_field != f_unknown) {
-      *string_field(m_field) = std::move(value);
+    if (m_field != k_unknown) {
+      std::string* text = text_of(m_reading, k_event_fields[m_field]);
+      if (text == nullptr) {
+        return type_error("a string");
+      }
+      *text = std::move(value);
     }
     return mark_seen();
   }
@@ -139,10 +171,11 @@ public:
   key(string_t& name) override
   {
     m_key = name;
-    m_field = f_unknown;
-    for (size_t i = 0; i < f_count; ++i) {
-      if (k_field_names[i] == name) {
-        m_field = static_cast<Field>(i);
+    m_field = k_unknown;
+    for (size_t i = 0; i < k_event_field_count; ++i) {
+      if (k_event_fields[i].name == name) {
+        m_field = i;
+        break;
       }
     }
     return true;
@@ -157,67 +190,28 @@ public:
     return false;
   }
 
-  bool
-  seen(Field field) const
+  // What came of sax_parse() returning `parsed`.
+  Expected<void>
+  outcome(bool parsed) const
   {
-    return (m_seen & (1u << field)) != 0;
-  }
-  const std::string&
-  error() const
-  {
-    return m_error;
-  }
-  bool
-  depth_ok() const
-  {
-    return m_depth == 0;
+    if (!parsed || m_depth != 0) {
+      return Error{m_error.empty() ? "not a complete JSON object" : m_error};
+    }
+    return {};
   }
 
 private:
-  std::string*
-  string_field(Field field)
-  {
-    switch (field) {
-      case f_event:
-        return &m_kind;
-      case f_digest:
-        return &m_event.digest;
-      case f_path:
-        return &m_event.path;
-      case f_project:
-        return &m_event.project;
-      case f_version:
-        return &m_event.version;
-      case f_target:
-        return &m_event.target;
-      case f_build:
-        return &m_event.build;
-      case f_build_dir:
-        return &m_event.build_dir;
-      case f_host:
-        return &m_event.host;
-      case f_time:
-        return &m_event.time;
-      case f_product:
-        return &m_event.product;
-      case f_from:
-        return &m_event.from;
-      default:
-        return nullptr;
-    }
-  }
-
   bool
   mark_seen()
   {
     if (m_depth == 0) {
       return fail("an event must be a JSON object");
     }
-    if (m_field != f_unknown) {
-      if (seen(m_field)) {
+    if (m_field != k_unknown) {
+      if (m_reading.has(m_field)) {
         return fail("field '" + m_key + "' appears twice");
       }
-      m_seen |= 1u << m_field;
+      m_reading.seen |= 1u << m_field;
     }
     return true;
   }
@@ -228,7 +222,7 @@ private:
     if (m_depth == 0) {
       return fail("an event must be a JSON object");
     }
-    if (m_field == f_unknown) {
+    if (m_field == k_unknown) {
       return true; // fields from a newer writer are skipped, if flat
     }
     return fail("field '" + m_key + "' must not be " + what);
@@ -243,107 +237,12 @@ private:
     return false;
   }
 
-  Event& m_event;
-  std::string& m_kind;
+  Reading& m_reading;
   std::string m_key;
   std::string m_error;
-  Field m_field = f_unknown;
-  uint32_t m_seen = 0;
+  size_t m_field = k_unknown;
   int m_depth = 0;
 };
-
-} // namespace
-
-std::string_view
-event_kind_name(EventKind kind)
-{
-  switch (kind) {
-    case EventKind::produced:
-      return "produced";
-    case EventKind::consumed:
-      return "consumed";
-    case EventKind::installed:
-      return "installed";
-  }
-  return "produced";
-}
-
-std::string
-serialize(const Event& event)
-{
-  nlohmann::ordered_json object;
-  object["v"] = event.v;
-  object["event"] = event_kind_name(event.event);
-  object["digest"] = event.digest;
-  object["size"] = event.size;
-  object["path"] = event.path;
-  object["project"] = event.project;
-  object["version"] = event.version;
-  object["target"] = event.target;
-  object["build"] = event.build;
-  object["build_dir"] = event.build_dir;
-  object["host"] = event.host;
-  object["time"] = event.time;
-  if (event.event == EventKind::consumed) {
-    object["product"] = event.product;
-  }
-  if (event.event == EventKind::installed) {
-    object["from"] = event.from;
-  }
-  return object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
-namespace {
-
-// The checks every parsed event gets, whichever parser read it.
-Expected<Event>
-validate(Event event, const std::string& kind, bool has_product, bool has_from)
-{
-  if (event.v > k_event_version) {
-    return Error{"event format " + std::to_string(event.v) + " is newer than this fingerprint understands ("
-                 + std::to_string(k_event_version) + "); upgrade fingerprint"};
-  }
-  if (event.v < 1) {
-    return Error{"event format 0 does not exist"};
-  }
-  if (kind == "produced") {
-    event.event = EventKind::produced;
-  } else if (kind == "consumed") {
-    event.event = EventKind::consumed;
-  } else if (kind == "installed") {
-    event.event = EventKind::installed;
-  } else {
-    return Error{"unknown event kind '" + kind + "'"};
-  }
-  if (auto key = parse_digest_key(event.digest); !key) {
-    return Error{"field 'digest': " + key.error().message};
-  }
-  // Queries open these (verify digests what a build tree produced): a
-  // relative path would depend on where the query runs, and a NUL byte would
-  // make open() see a different, shorter path.
-  for (const auto& [name, value] : {std::pair{"path", &event.path}, std::pair{"build_dir", &event.build_dir}}) {
-    if (!value->starts_with('/') || value->find('\0') != std::string::npos) {
-      return Error{"field '" + std::string(name) + "' must be an absolute path without NUL bytes"};
-    }
-  }
-  if (event.event == EventKind::consumed) {
-    if (!has_product) {
-      return Error{"missing field 'product' in a consumed event"};
-    }
-    if (auto key = parse_digest_key(event.product); !key) {
-      return Error{"field 'product': " + key.error().message};
-    }
-  }
-  if (event.event == EventKind::installed) {
-    if (!has_from) {
-      return Error{"missing field 'from' in an installed event"};
-    }
-    if (auto key = parse_digest_key(event.from); !key) {
-      return Error{"field 'from': " + key.error().message};
-    }
-  }
-  return event;
-}
 
 // Reads a line exactly as serialize() writes it, when every string in it is
 // printable ASCII without escapes: the case of nearly every stored line.
@@ -352,21 +251,17 @@ validate(Event event, const std::string& kind, bool has_product, bool has_from)
 // parser, which also gives the error messages. Loading a 5,000-event log
 // through nlohmann's SAX interface cost as much as a full DOM parse of it
 // (BM_LoadRecord vs BM_DomParseReference): its lexer is the cost.
-class CanonicalReader
+struct CanonicalReader
 {
-public:
-  explicit CanonicalReader(std::string_view text)
-    : m_rest(text)
-  {
-  }
+  std::string_view rest;
 
   bool
   literal(std::string_view text)
   {
-    if (!m_rest.starts_with(text)) {
+    if (!rest.starts_with(text)) {
       return false;
     }
-    m_rest.remove_prefix(text.size());
+    rest.remove_prefix(text.size());
     return true;
   }
 
@@ -375,8 +270,8 @@ public:
   string(std::string& out)
   {
     size_t length = 0;
-    for (; length < m_rest.size(); ++length) {
-      const auto c = static_cast<unsigned char>(m_rest[length]);
+    for (; length < rest.size(); ++length) {
+      const auto c = static_cast<unsigned char>(rest[length]);
       if (c == '"') {
         break;
       }
@@ -384,108 +279,218 @@ public:
         return false;
       }
     }
-    if (length == m_rest.size()) {
+    if (length == rest.size()) {
       return false;
     }
-    out.assign(m_rest.data(), length);
-    m_rest.remove_prefix(length + 1);
+    out.assign(rest.data(), length);
+    rest.remove_prefix(length + 1);
     return true;
   }
 
   bool
   number(uint64_t& out)
   {
-    const char* end = m_rest.data() + m_rest.size();
-    if (m_rest.size() > 1 && m_rest[0] == '0' && m_rest[1] >= '0' && m_rest[1] <= '9') {
+    if (rest.size() > 1 && rest[0] == '0' && rest[1] >= '0' && rest[1] <= '9') {
       return false; // JSON has no leading zeros
     }
-    const auto [next, error] = std::from_chars(m_rest.data(), end, out);
-    if (error != std::errc() || next == m_rest.data()) {
+    const auto [next, error] = std::from_chars(rest.data(), rest.data() + rest.size(), out);
+    if (error != std::errc() || next == rest.data()) {
       return false;
     }
-    m_rest.remove_prefix(static_cast<size_t>(next - m_rest.data()));
+    rest.remove_prefix(static_cast<size_t>(next - rest.data()));
     return true;
   }
 
   bool
   at_end() const
   {
-    return m_rest.empty();
+    return rest.empty();
   }
-
-private:
-  std::string_view m_rest;
 };
 
+// Field `I` of a canonical line. A field every kind has must be there; one
+// that only some kinds have may be. Unrolled over the table at compile time:
+// as fast as the one hand-written chain of reads it replaced.
+template <size_t I>
 bool
-parse_canonical(std::string_view line, Event& event, std::string& kind, bool& has_product, bool& has_from)
+read_canonical_field(CanonicalReader& in, Reading& reading)
 {
-  CanonicalReader in(line);
-  uint64_t version = 0;
-  const bool fields = in.literal(R"({"v":)") && in.number(version) && in.literal(R"(,"event":")") && in.string(kind)
-                      && in.literal(R"(,"digest":")") && in.string(event.digest) && in.literal(R"(,"size":)")
-                      && in.number(event.size) && in.literal(R"(,"path":")") && in.string(event.path)
-                      && in.literal(R"(,"project":")") && in.string(event.project) && in.literal(R"(,"version":")")
-                      && in.string(event.version) && in.literal(R"(,"target":")") && in.string(event.target)
-                      && in.literal(R"(,"build":")") && in.string(event.build) && in.literal(R"(,"build_dir":")")
-                      && in.string(event.build_dir) && in.literal(R"(,"host":")") && in.string(event.host)
-                      && in.literal(R"(,"time":")") && in.string(event.time);
-  if (!fields) {
-    return false;
+  constexpr const EventField& field = k_event_fields[I];
+  if (!in.literal({k_prefixes[I].text.data(), k_prefixes[I].size})) {
+    return field.written != k_every_kind;
   }
-  has_product = in.literal(R"(,"product":")");
-  if (has_product && !in.string(event.product)) {
-    return false;
+  reading.seen |= 1u << I;
+  if constexpr (field.type == FieldType::text || field.type == FieldType::kind) {
+    return in.string(*text_of(reading, field));
   }
-  has_from = !has_product && in.literal(R"(,"from":")");
-  if (has_from && !in.string(event.from)) {
-    return false;
+  uint64_t value = 0;
+  return in.number(value) && set_number(reading, field, value);
+}
+
+template <size_t... I>
+bool
+read_canonical(std::string_view line, Reading& reading, std::index_sequence<I...>)
+{
+  CanonicalReader in{line};
+  return (read_canonical_field<I>(in, reading) && ...) && in.literal("}") && in.at_end();
+}
+
+Expected<void>
+check_field(const Event& event, const EventField& field)
+{
+  if (field.check == FieldCheck::digest) {
+    if (auto key = parse_digest_key(event.*field.text); !key) {
+      return Error{"field '" + std::string(field.name) + "': " + key.error().message};
+    }
+  } else if (field.check == FieldCheck::absolute_path) {
+    const std::string& path = event.*field.text;
+    if (!path.starts_with('/') || path.find('\0') != std::string::npos) {
+      return Error{"field '" + std::string(field.name) + "' must be an absolute path without NUL bytes"};
+    }
   }
-  if (!in.literal("}") || !in.at_end()) {
-    return false;
+  return {};
+}
+
+// The checks every event read gets, whichever reader read it.
+Expected<Event>
+finish(Reading reading)
+{
+  for (size_t i = 0; i < k_event_field_count; ++i) {
+    if (k_event_fields[i].required == k_every_kind && !reading.has(i)) {
+      return Error{"missing field '" + std::string(k_event_fields[i].name) + "'"};
+    }
   }
-  event.v = version > 1000 ? 1000 : static_cast<int>(version);
-  return true;
+  Event& event = reading.event;
+  if (event.v > k_event_version) {
+    return Error{"event format " + std::to_string(event.v) + " is newer than this fingerprint understands ("
+                 + std::to_string(k_event_version) + "); upgrade fingerprint"};
+  }
+  if (event.v < 1) {
+    return Error{"event format 0 does not exist"};
+  }
+  const auto kind = std::find(k_kind_names.begin(), k_kind_names.end(), reading.kind);
+  if (kind == k_kind_names.end()) {
+    return Error{"unknown event kind '" + reading.kind + "'"};
+  }
+  event.event = static_cast<EventKind>(kind - k_kind_names.begin());
+  for (size_t i = 0; i < k_event_field_count; ++i) {
+    const EventField& field = k_event_fields[i];
+    if (!field.written.has(event.event)) {
+      continue;
+    }
+    if (!reading.has(i)) {
+      if (field.required.has(event.event)) {
+        return Error{"missing field '" + std::string(field.name) + "' in a " + reading.kind + " event"};
+      }
+      continue;
+    }
+    if (auto checked = check_field(event, field); !checked) {
+      return checked.error();
+    }
+  }
+  return std::move(reading.event);
+}
+
+// The rest of a string whose opening quote is written, up to its closing one.
+void
+append_text(std::string& out, const std::string& text)
+{
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x80 || c == '"' || c == '\\') {
+      // Escapes and UTF-8 (checked, replaced when invalid) as nlohmann
+      // writes them: the lines written before this fast path, byte for byte.
+      const std::string quoted = json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+      out.append(quoted, 1);
+      return;
+    }
+  }
+  out += text;
+  out += '"';
+}
+
+template <size_t I>
+void
+write_field(const Event& event, std::string& out)
+{
+  constexpr const EventField& field = k_event_fields[I];
+  if (!field.written.has(event.event)) {
+    return;
+  }
+  out.append(k_prefixes[I].text.data(), k_prefixes[I].size);
+  char digits[24];
+  if constexpr (field.type == FieldType::format) {
+    out.append(digits, std::to_chars(digits, std::end(digits), event.v).ptr);
+  } else if constexpr (field.type == FieldType::count) {
+    out.append(digits, std::to_chars(digits, std::end(digits), event.*field.count).ptr);
+  } else if constexpr (field.type == FieldType::kind) {
+    out += event_kind_name(event.event);
+    out += '"';
+  } else {
+    append_text(out, event.*field.text);
+  }
+}
+
+template <size_t... I>
+std::string
+write_fields(const Event& event, std::index_sequence<I...>)
+{
+  std::string out;
+  out.reserve(512);
+  (write_field<I>(event, out), ...);
+  out += '}';
+  return out;
 }
 
 } // namespace
 
+std::string_view
+event_kind_name(EventKind kind)
+{
+  const auto index = static_cast<size_t>(kind);
+  return index < k_kind_names.size() ? k_kind_names[index] : k_kind_names[0];
+}
+
+std::string
+serialize(const Event& event)
+{
+  return write_fields(event, std::make_index_sequence<k_event_field_count>());
+}
+
 Expected<Event>
 parse_event(std::string_view line)
 {
-  {
-    Event event;
-    std::string kind;
-    bool has_product = false;
-    bool has_from = false;
-    if (parse_canonical(line, event, kind, has_product, has_from)) {
-      return validate(std::move(event), kind, has_product, has_from);
-    }
+  if (Reading fast; read_canonical(line, fast, std::make_index_sequence<k_event_field_count>())) {
+    return finish(std::move(fast));
   }
-  Event event;
-  std::string kind;
-  EventSax sax(event, kind);
+  Reading reading;
+  EventSax sax(reading);
   const bool parsed = json::sax_parse(line.begin(), line.end(), &sax, nlohmann::detail::input_format_t::json, true);
-  if (!parsed || !sax.depth_ok()) {
-    return Error{sax.error().empty() ? "not a complete JSON object" : sax.error()};
+  if (auto read = sax.outcome(parsed); !read) {
+    return read.error();
   }
-  for (const Field required :
-       {f_v, f_event, f_digest, f_size, f_path, f_project, f_target, f_build, f_build_dir, f_host, f_time}) {
-    if (!sax.seen(required)) {
-      return Error{"missing field '" + std::string(k_field_names[required]) + "'"};
-    }
+  return finish(std::move(reading));
+}
+
+Expected<StoredEvent>
+stored_form(const Event& event)
+{
+  std::string line = serialize(event);
+  auto parsed = parse_event(line);
+  if (!parsed) {
+    return Error{"event for " + event.digest + " (" + event.path + "): " + parsed.error().message};
   }
-  return validate(std::move(event), kind, sax.seen(f_product), sax.seen(f_from));
+  return StoredEvent{std::move(line), std::move(*parsed)};
 }
 
 Expected<std::string>
 serialize_for_storing(const Event& event)
 {
-  std::string line = serialize(event);
-  if (auto parsed = parse_event(line); !parsed) {
-    return Error{"event for " + event.digest + " (" + event.path + "): " + parsed.error().message};
+  auto stored = stored_form(event);
+  if (!stored) {
+    return stored.error();
   }
-  return line;
+  return std::move(stored->line);
 }
 
 } // namespace fingerprint::store

@@ -3,6 +3,7 @@
 #include <fingerprint/util/expected.hpp>
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -20,9 +21,9 @@ enum class EventKind
 
 std::string_view event_kind_name(EventKind kind);
 
-// One line of an artifact's log (DESIGN.md section 4). Field order here is
-// the order on disk, so serialize(parse(line)) == line for every line we
-// write.
+// One line of an artifact's log (README, "The store"). The order on disk is
+// that of k_event_fields below, so serialize(parse(line)) == line for every
+// line we write.
 struct Event
 {
   int v = k_event_version;
@@ -43,14 +44,111 @@ struct Event
   bool operator==(const Event&) const = default;
 };
 
+// A set of event kinds.
+struct EventKinds
+{
+  unsigned bits = 0;
+
+  constexpr bool
+  has(EventKind kind) const
+  {
+    return ((bits >> static_cast<unsigned>(kind)) & 1u) != 0;
+  }
+  bool operator==(const EventKinds&) const = default;
+};
+
+inline constexpr EventKinds k_every_kind{0b111};
+inline constexpr EventKinds k_no_kind{0};
+
+constexpr EventKinds
+only(EventKind kind)
+{
+  return {1u << static_cast<unsigned>(kind)};
+}
+
+// How a field's value is held in an Event and spelled in a line.
+enum class FieldType
+{
+  format, // Event::v, a number
+  kind,   // Event::event, its name as a string
+  count,  // a non-negative number: `count`
+  text,   // a string: `text`
+};
+
+// What a field must hold, checked on every event read, for the kinds that
+// carry it.
+enum class FieldCheck
+{
+  none,
+  digest,        // a digest key ("sha256:<hex>")
+  absolute_path, // queries open it: a relative path would depend on where they run, a NUL cut it short
+};
+
+// One field of an event line.
+struct EventField
+{
+  std::string_view name;
+  FieldType type = FieldType::text;
+  std::string Event::*text = nullptr; // FieldType::text
+  uint64_t Event::*count = nullptr;   // FieldType::count
+  EventKinds written = k_every_kind;  // the kinds whose lines have it
+  EventKinds required = k_every_kind; // the kinds a line is refused without it (older writers lacked the rest)
+  FieldCheck check = FieldCheck::none;
+  // The PostgreSQL column that holds it beside the line, for the queries;
+  // empty: only in the line. Its SQL type follows `type` (postgresql/schema.hpp).
+  std::string_view column = {};
+};
+
+// Every field, in the order serialize() writes them. This table alone drives
+// the serializer, both readers of a line, the checks of what was read and the
+// PostgreSQL store's columns: a new field is one line here (and, when it has
+// a column, a new step in postgresql/schema.cpp's k_migrations, which the
+// conformance tests hold to this table).
+inline constexpr EventField k_event_fields[] = {
+  {.name = "v", .type = FieldType::format},
+  {.name = "event", .type = FieldType::kind, .column = "kind"},
+  {.name = "digest", .text = &Event::digest, .check = FieldCheck::digest, .column = "digest"},
+  {.name = "size", .type = FieldType::count, .count = &Event::size},
+  {.name = "path", .text = &Event::path, .check = FieldCheck::absolute_path},
+  {.name = "project", .text = &Event::project, .column = "project"},
+  {.name = "version", .text = &Event::version, .required = k_no_kind},
+  {.name = "target", .text = &Event::target},
+  {.name = "build", .text = &Event::build, .column = "build"},
+  {.name = "build_dir", .text = &Event::build_dir, .check = FieldCheck::absolute_path},
+  {.name = "host", .text = &Event::host},
+  {.name = "time", .text = &Event::time},
+  {.name = "product",
+   .text = &Event::product,
+   .written = only(EventKind::consumed),
+   .required = only(EventKind::consumed),
+   .check = FieldCheck::digest,
+   .column = "product"},
+  {.name = "from",
+   .text = &Event::from,
+   .written = only(EventKind::installed),
+   .required = only(EventKind::installed),
+   .check = FieldCheck::digest,
+   .column = "from_digest"},
+};
+inline constexpr size_t k_event_field_count = std::size(k_event_fields);
+
 // One JSON object, no trailing newline. Paths that are not valid UTF-8 have
 // the offending bytes replaced by U+FFFD (JSON cannot carry raw bytes).
 std::string serialize(const Event& event);
+
+// An event as a store keeps it: its line, and the event as it reads back
+// from that line (a name that was not UTF-8 has U+FFFD, as the line has).
+struct StoredEvent
+{
+  std::string line;
+  Event event;
+};
 
 // The line to store for a new event: serialize(event), refused when it
 // would not read back (a relative path, an invalid digest, a missing
 // product...), so that no store ever holds a line it cannot read. The error
 // names the event's artifact and path.
+Expected<StoredEvent> stored_form(const Event& event);
 Expected<std::string> serialize_for_storing(const Event& event);
 
 // Parses one line (without its newline) straight into an Event (SAX, no DOM).

@@ -118,7 +118,9 @@ public:
       const std::string algorithm_dir = objects_dir + "/" + algorithm.name;
       if (algorithm.type != DT_DIR || !digest::parse_algorithm(algorithm.name)) {
         // A directory of no known algorithm is "not a regular file".
-        stray(algorithm_dir, algorithm.name, algorithm.type == DT_DIR ? DT_UNKNOWN : algorithm.type);
+        stray(algorithm_dir,
+              algorithm.name,
+              algorithm.type == DT_DIR ? static_cast<unsigned char>(DT_UNKNOWN) : algorithm.type);
         continue;
       }
       Fd algorithm_fd;

@@ -101,7 +101,7 @@ struct MigrateReport
   size_t events_present = 0; // already there (a second run copies none)
 };
 
-class DirectoryStore;
+struct Migration; // what migrate() read from a directory store (migrate.hpp)
 
 // What every backend keeps: each artifact's log (its events, in the order
 // they were appended) and each build's index (the events of that build).
@@ -179,11 +179,13 @@ public:
                                                   const DigestKey& to,
                                                   std::vector<LogProblem>& problems) const;
 
-  // Copies every artifact log of `source` in, idempotently: events already
-  // here (as many times as the directory has them) are not copied again.
-  // Refuses, before writing anything, a directory store with unreadable
-  // lines. Only a database takes imports; the default refuses.
-  virtual Expected<MigrateReport> import_from(const DirectoryStore& source,
+  // The writing half of migrate() (migrate.hpp): copies in, all or
+  // nothing, the events of `migration` that are not here yet (each as many
+  // times as the directory has it more than this store), every log and
+  // build index in its recorded order (recording_order). Sets the report's
+  // events_copied and events_present; `progress` gets (written, to write).
+  // Only a database takes imports; the default refuses.
+  virtual Expected<MigrateReport> import_from(const Migration& migration,
                                               const std::function<void(size_t, size_t)>& progress) const;
 };
 

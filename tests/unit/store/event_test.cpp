@@ -2,6 +2,9 @@
 #include <fingerprint/store/event.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <limits>
 
 namespace fingerprint::store {
 namespace {
@@ -56,6 +59,119 @@ TEST(Event, FieldsAreWrittenInTheDocumentedOrder)
                 R"("target":"core","build":"42","build_dir":"/work/build","host":"builder-1",)"
                 R"("time":"2026-11-30T09:01:02.123Z","product":")"
               + k_b + R"("})");
+}
+
+// The serializer as it was before it wrote lines itself: one nlohmann
+// object, dumped. Every line must stay byte for byte what it wrote.
+std::string
+reference_serialize(const Event& event)
+{
+  nlohmann::ordered_json object;
+  object["v"] = event.v;
+  object["event"] = event_kind_name(event.event);
+  object["digest"] = event.digest;
+  object["size"] = event.size;
+  object["path"] = event.path;
+  object["project"] = event.project;
+  object["version"] = event.version;
+  object["target"] = event.target;
+  object["build"] = event.build;
+  object["build_dir"] = event.build_dir;
+  object["host"] = event.host;
+  object["time"] = event.time;
+  if (event.event == EventKind::consumed) {
+    object["product"] = event.product;
+  }
+  if (event.event == EventKind::installed) {
+    object["from"] = event.from;
+  }
+  return object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+TEST(Event, LinesAreByteForByteWhatTheNlohmannSerializerWrote)
+{
+  const std::vector<std::string> texts = {"",
+                                          "plain text",
+                                          "quote\" back\\slash",
+                                          "tab\tnew\nline\r\b\f",
+                                          "\x01\x1f\x7f control and DEL",
+                                          "caf\xc3\xa9 \xf0\x9f\x94\xa7",
+                                          "bad \xff\xfe bytes",
+                                          "cut \xc3",
+                                          "overlong \xc0\xaf",
+                                          "surrogate \xed\xa0\x80",
+                                          "mixed a\xff"
+                                          "b\xc3\xa9"
+                                          "c\""};
+  size_t compared = 0;
+  for (const auto kind : {EventKind::produced, EventKind::consumed, EventKind::installed}) {
+    for (const std::string& text : texts) {
+      for (std::string Event::*field : {&Event::digest,
+                                        &Event::path,
+                                        &Event::project,
+                                        &Event::version,
+                                        &Event::target,
+                                        &Event::build,
+                                        &Event::build_dir,
+                                        &Event::host,
+                                        &Event::time,
+                                        &Event::product,
+                                        &Event::from}) {
+        Event event = sample(kind);
+        event.*field = text;
+        EXPECT_EQ(serialize(event), reference_serialize(event)) << "text: " << text;
+        ++compared;
+      }
+    }
+    for (const uint64_t size : {uint64_t{0}, uint64_t{7}, std::numeric_limits<uint64_t>::max()}) {
+      for (const int v : {0, -1, 1, 1000000}) {
+        Event event = sample(kind);
+        event.size = size;
+        event.v = v;
+        EXPECT_EQ(serialize(event), reference_serialize(event));
+      }
+    }
+  }
+  EXPECT_EQ(compared, 3u * 11u * 11u);
+}
+
+// Each field of k_event_fields, taken out of a line of each kind: refused,
+// naming it, when that kind requires it; read as the same event otherwise.
+TEST(Event, AFieldIsRequiredExactlyForTheKindsTheTableSays)
+{
+  size_t refused = 0;
+  size_t accepted = 0;
+  for (const auto kind : {EventKind::produced, EventKind::consumed, EventKind::installed}) {
+    const Event event = sample(kind);
+    for (const EventField& field : k_event_fields) {
+      const auto parsed = parse_event(serialize(event));
+      ASSERT_TRUE(parsed) << parsed.error().message;
+      nlohmann::ordered_json object = nlohmann::ordered_json::parse(serialize(event));
+      ASSERT_EQ(object.contains(field.name), field.written.has(kind)) << field.name;
+      if (!object.contains(field.name)) {
+        continue;
+      }
+      object.erase(std::string(field.name));
+      auto without = parse_event(object.dump());
+      if (field.required.has(kind)) {
+        ASSERT_FALSE(without) << "accepted without '" << field.name << "': " << object.dump();
+        EXPECT_NE(without.error().message.find("missing field '" + std::string(field.name) + "'"), std::string::npos)
+          << without.error().message;
+        ++refused;
+      } else {
+        ASSERT_TRUE(without) << field.name << ": " << without.error().message;
+        Event expected = event;
+        if (field.type == FieldType::text) {
+          expected.*field.text = "";
+        }
+        EXPECT_EQ(*without, expected) << field.name;
+        ++accepted;
+      }
+    }
+  }
+  // version is the one field any kind may lack.
+  EXPECT_EQ(accepted, 3u);
+  EXPECT_EQ(refused, 3u * 11u + 2u);
 }
 
 TEST(Event, InvalidUtf8InPathsIsReplacedNotFatal)

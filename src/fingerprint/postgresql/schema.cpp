@@ -1,0 +1,246 @@
+#include <fingerprint/postgresql/schema.hpp>
+
+#include <cstdlib>
+
+namespace fingerprint::store::postgresql {
+
+namespace {
+
+// Each schema version is the SQL that takes a database from the version
+// before it; k_migrations[0] creates version 1 from nothing. A new version
+// appends a step here and raises k_schema_version; no step ever changes. A
+// new column of k_event_fields is added by such a step (the conformance
+// tests check that every column of that table exists).
+constexpr const char* k_migrations[] = {
+  // 1: events, one row per event and log.
+  R"sql(
+CREATE TABLE fingerprint_schema (version integer NOT NULL);
+INSERT INTO fingerprint_schema VALUES (0);
+CREATE TABLE fingerprint_events (
+  id bigserial PRIMARY KEY,
+  log text COLLATE "C" NOT NULL, -- the artifact whose log holds the event: "sha256:<hex>"
+  logged boolean NOT NULL,    -- in that log (gc removes from logs first, indexes last)
+  indexed boolean NOT NULL,   -- in its build's index (never for an installed copy's link)
+  kind text NOT NULL,         -- produced | consumed | installed
+  digest text NOT NULL,       -- the event's artifact
+  product text NOT NULL,      -- consumed: what the consumer produced; else ''
+  from_digest text NOT NULL,  -- installed: the build-tree artifact it was installed from; else ''
+  project text COLLATE "C" NOT NULL, -- byte order, as the directory store sorts builds
+  build text COLLATE "C" NOT NULL,
+  line text NOT NULL          -- the event as the directory store writes it
+);
+-- Who produced or consumed an artifact (the reverse query): one range of this index.
+CREATE INDEX fingerprint_events_by_log ON fingerprint_events (log, id) WHERE logged;
+-- What one build (the consumer) recorded, and every build in order: builds,
+-- build show, export, gc, verify, graph.
+CREATE INDEX fingerprint_events_by_build ON fingerprint_events (project, build, id) WHERE indexed;
+-- Rows fsck --repair set aside: never deleted.
+CREATE TABLE fingerprint_quarantine (
+  id bigint NOT NULL,
+  log text NOT NULL,
+  line text NOT NULL,
+  problem text NOT NULL,
+  moved timestamptz NOT NULL DEFAULT now()
+);
+)sql",
+};
+static_assert(std::size(k_migrations) == k_schema_version);
+
+constexpr const char* k_undefined_table = "42P01";
+
+} // namespace
+
+Expected<bool>
+ensure_schema(const Session& session, Access access)
+{
+  auto version_of = [&]() -> Expected<int> {
+    auto result = session.run("reading the schema version", "SELECT max(version) FROM fingerprint_schema");
+    if (!result) {
+      if (session.last_state() == k_undefined_table) {
+        return 0;
+      }
+      return result.error();
+    }
+    return PQgetisnull(result->get(), 0, 0) != 0 ? 0 : std::atoi(PQgetvalue(result->get(), 0, 0));
+  };
+  auto version = version_of();
+  if (!version) {
+    return version.error();
+  }
+  if (*version > k_schema_version) {
+    return Error{session.location() + ": the store's schema is version " + std::to_string(*version)
+                 + ", newer than this fingerprint understands (" + std::to_string(k_schema_version)
+                 + "); upgrade fingerprint"};
+  }
+  if (*version == k_schema_version) {
+    return true;
+  }
+  if (*version == 0 && access == Access::read) {
+    return false;
+  }
+  return session.transaction("creating the schema", [&]() -> Expected<bool> {
+    if (auto locked = session.run("creating the schema", k_schema_lock); !locked) {
+      return locked.error();
+    }
+    // Another runner may have done it while this one waited for the lock.
+    auto exists = session.run("creating the schema", "SELECT to_regclass('fingerprint_schema') IS NOT NULL");
+    if (!exists) {
+      return exists.error();
+    }
+    int at = 0;
+    if (std::string_view(PQgetvalue(exists->get(), 0, 0)) == "t") {
+      auto now = version_of();
+      if (!now) {
+        return now.error();
+      }
+      at = *now;
+    }
+    for (int step = at; step < k_schema_version; ++step) {
+      if (auto done = session.run("migrating the schema to version " + std::to_string(step + 1), k_migrations[step]);
+          !done) {
+        return done.error();
+      }
+    }
+    if (at < k_schema_version) {
+      if (auto set = session.run(
+            "migrating the schema", "UPDATE fingerprint_schema SET version = $1", {std::to_string(k_schema_version)});
+          !set) {
+        return set.error();
+      }
+    }
+    return true;
+  });
+}
+
+std::string
+column_value(const Event& event, const EventField& field)
+{
+  switch (field.type) {
+    case FieldType::format:
+      return std::to_string(event.v);
+    case FieldType::kind:
+      return std::string(event_kind_name(event.event));
+    case FieldType::count:
+      return std::to_string(event.*field.count);
+    case FieldType::text:
+      break;
+  }
+  return event.*field.text;
+}
+
+std::string_view
+column_type(const EventField& field)
+{
+  return field.type == FieldType::text || field.type == FieldType::kind ? "text" : "bigint";
+}
+
+const std::string&
+event_columns()
+{
+  static const std::string k_columns = [] {
+    std::string columns;
+    for (const EventField& field : k_event_fields) {
+      if (!field.column.empty()) {
+        columns += (columns.empty() ? "" : ", ") + std::string(field.column);
+      }
+    }
+    return columns;
+  }();
+  return k_columns;
+}
+
+void
+parse_row(const char* id, const char* line, LogContents& into)
+{
+  auto event = parse_event(line);
+  if (!event) {
+    into.problems.push_back({"fingerprint_events", std::stoul(id), event.error().message});
+    return;
+  }
+  into.events.push_back(std::move(*event));
+}
+
+Expected<void>
+storable(const Event& event)
+{
+  for (const EventField& field : k_event_fields) {
+    if (!field.column.empty() && field.type == FieldType::text && (event.*field.text).find('\0') != std::string::npos) {
+      return Error{"event for " + event.digest + ": a NUL byte in a name cannot be stored in PostgreSQL"};
+    }
+  }
+  return {};
+}
+
+Expected<StoredEvent>
+row_for(const Event& event)
+{
+  auto stored = stored_form(event);
+  if (!stored) {
+    return stored.error();
+  }
+  if (auto fits = storable(stored->event); !fits) {
+    return fits.error();
+  }
+  return stored;
+}
+
+namespace {
+
+// INSERT INTO fingerprint_events (log, logged, indexed, <event columns>, line)
+// SELECT ... FROM unnest($1::text[], $2::boolean[], ...): one statement for
+// a whole batch of rows.
+std::string
+insert_statement()
+{
+  std::string casts = "$1::text[], $2::boolean[]";
+  int parameter = 2;
+  for (const EventField& field : k_event_fields) {
+    if (!field.column.empty()) {
+      casts += ", $" + std::to_string(++parameter) + "::" + std::string(column_type(field)) + "[]";
+    }
+  }
+  casts += ", $" + std::to_string(++parameter) + "::text[]";
+  return "INSERT INTO fingerprint_events (log, logged, indexed, " + event_columns()
+         + ", line)\nSELECT log, true, indexed, " + event_columns() + ", line\nFROM unnest(" + casts
+         + ") AS r(log, indexed, " + event_columns() + ", line)";
+}
+
+} // namespace
+
+void
+Rows::add(const std::string& log, const Event& event, std::string line)
+{
+  m_log.push_back(log);
+  m_indexed.push_back(event.digest == log);
+  size_t column = 0;
+  for (const EventField& field : k_event_fields) {
+    if (field.column.empty()) {
+      continue;
+    }
+    if (column == m_columns.size()) {
+      m_columns.emplace_back();
+    }
+    m_columns[column++].push_back(column_value(event, field));
+  }
+  m_line.push_back(std::move(line));
+}
+
+Expected<void>
+Rows::insert(const Session& session, std::string_view what) const
+{
+  if (m_log.empty()) {
+    return {};
+  }
+  static const std::string k_insert = insert_statement();
+  std::vector<std::string> params = {text_array(m_log), bool_array(m_indexed)};
+  for (const auto& column : m_columns) {
+    params.push_back(text_array(column));
+  }
+  params.push_back(text_array(m_line));
+  if (auto inserted = session.run(what, k_insert.c_str(), params); !inserted) {
+    return inserted.error();
+  }
+  return {};
+}
+
+} // namespace fingerprint::store::postgresql

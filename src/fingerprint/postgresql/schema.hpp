@@ -1,0 +1,67 @@
+#pragma once
+
+// What the PostgreSQL store's tables are: the schema and its migrations,
+// and the columns of an event's row (k_event_fields). Private to
+// postgresql/.
+
+#include <fingerprint/postgresql/session.hpp>
+#include <fingerprint/store/event.hpp>
+
+#include <string>
+#include <vector>
+
+namespace fingerprint::store::postgresql {
+
+// Any number, the same in every runner: serializes creating and migrating
+// the schema, and concurrent imports.
+inline constexpr const char* k_schema_lock = "SELECT pg_advisory_xact_lock(7046529851223360001)";
+inline constexpr const char* k_import_lock = "SELECT pg_advisory_xact_lock(7046529851223360002)";
+
+// Creates or migrates the schema; false when reading a database without one.
+Expected<bool> ensure_schema(const Session& session, Access access);
+
+// A field's value as its column holds it.
+std::string column_value(const Event& event, const EventField& field);
+
+// The SQL type of a field's column.
+std::string_view column_type(const EventField& field);
+
+// "kind, digest, ...": the event columns of fingerprint_events, in
+// k_event_fields order.
+const std::string& event_columns();
+
+// The line of a new event and the event as it reads back from it, refused
+// when a column cannot hold it.
+Expected<StoredEvent> row_for(const Event& event);
+
+// Whether every column of `event` can be stored: text columns take no NUL.
+Expected<void> storable(const Event& event);
+
+// The event in a row's `line`, parsed as the directory store parses its
+// lines, added to `into` (or, when unreadable, the problem, naming row `id`).
+void parse_row(const char* id, const char* line, LogContents& into);
+
+// The columns of rows to insert.
+class Rows
+{
+public:
+  // `event` as it reads back from `line` (stored_form), in the log of `log`.
+  void add(const std::string& log, const Event& event, std::string line);
+
+  size_t
+  size() const
+  {
+    return m_log.size();
+  }
+
+  // One statement for every row: they land together or not at all.
+  Expected<void> insert(const Session& session, std::string_view what) const;
+
+private:
+  std::vector<std::string> m_log;
+  std::vector<bool> m_indexed;
+  std::vector<std::vector<std::string>> m_columns; // per column of event_columns()
+  std::vector<std::string> m_line;
+};
+
+} // namespace fingerprint::store::postgresql

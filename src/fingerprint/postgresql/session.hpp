@@ -1,0 +1,99 @@
+#pragma once
+
+// libpq, one statement at a time: what every part of the PostgreSQL store
+// talks to the server through. Private to postgresql/.
+
+#include <fingerprint/postgresql/postgres_store.hpp>
+
+#include <libpq-fe.h>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fingerprint::store {
+
+struct PostgresStore::Connection
+{
+  PGconn* conn = nullptr;
+
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection()
+  {
+    if (conn != nullptr) {
+      PQfinish(conn);
+    }
+  }
+};
+
+namespace postgresql {
+
+using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+// libpq's message on one line: they end in a newline and may span lines.
+std::string one_line(std::string text);
+
+// "{\"a\",\"b\"}": a text[] parameter (one round trip for a whole batch).
+std::string text_array(const std::vector<std::string>& values);
+// "{t,f}": a boolean[] parameter.
+std::string bool_array(const std::vector<bool>& values);
+
+// One statement at a time through libpq, each error naming the store.
+class Session
+{
+public:
+  Session(PGconn* conn, const std::string& location)
+    : m_conn(conn)
+    , m_location(location)
+  {
+  }
+
+  // Runs `sql` with text parameters; `what` says what for in errors.
+  // Without parameters, the simple protocol: it takes several statements
+  // (the schema's migrations).
+  Expected<Result> run(std::string_view what, const char* sql, const std::vector<std::string>& params = {}) const;
+
+  const std::string&
+  location() const
+  {
+    return m_location;
+  }
+
+  // The SQLSTATE of the last failure ("42P01": no such table).
+  const std::string&
+  last_state() const
+  {
+    return m_last_state;
+  }
+
+  // Runs `body` in one transaction: committed when it succeeds, rolled back
+  // when it fails.
+  template <typename Body>
+  auto
+  transaction(std::string_view what, Body&& body) const -> decltype(body())
+  {
+    if (auto begun = run(what, "BEGIN"); !begun) {
+      return begun.error();
+    }
+    auto outcome = body();
+    if (!outcome) {
+      (void)run(what, "ROLLBACK");
+      return outcome;
+    }
+    if (auto committed = run(what, "COMMIT"); !committed) {
+      return committed.error();
+    }
+    return outcome;
+  }
+
+private:
+  PGconn* m_conn;
+  const std::string& m_location;
+  mutable std::string m_last_state;
+};
+
+} // namespace postgresql
+
+} // namespace fingerprint::store
