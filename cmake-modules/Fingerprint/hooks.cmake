@@ -176,7 +176,7 @@ endfunction()
 # byte for byte: no escapes, no variable references, semicolons kept.
 function(_fingerprint_bracket out value)
   set(equals "")
-  while(value MATCHES "]${equals}]")
+  while(value MATCHES "]${equals}(]|$)")
     string(APPEND equals "=")
   endwhile()
   # A newline right after the opening bracket is dropped when read back.

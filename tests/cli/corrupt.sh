@@ -149,6 +149,12 @@ run "$FP" --store S fsck
 expect_rc 1 "fsck reports a symbolic link and a stray file"
 expect_in out "symbolic link" "the symbolic link is named as such"
 expect_in out "notes.txt" "the stray file is named"
+# A symbolic link named like a build index is not skipped by the queries:
+# they say what it is (fsck reports it as a stray).
+ln -s /etc/passwd S/builds/q/9.jsonl
+run "$FP" --store S builds
+expect_rc 1 "builds over a build index that is a symbolic link"
+expect_in err "symbolic link" "builds names the symbolic link"
 run "$FP" --store S fsck --repair
 expect_rc 0 "fsck --repair moves them aside"
 expect_file /etc/passwd "the link's target is untouched"
@@ -165,6 +171,15 @@ for command in "show h" "consumers h" "fsck" "fsck --repair" "record --project p
   expect_rc 1 "newer format: $command exits 1"
   expect_in err "fingerprint-store.json" "newer format: $command names the format file"
   expect_in err "99" "newer format: $command says which format it found"
+done
+# A usage error is a usage error (exit 2) whatever the store's state:
+# each command's own checks run before the store is opened.
+for command in "gc --keep-builds x" "gc" "export --format spdx h" "export --format in-toto" "graph --format png" \
+  "verify" "build list p b" "check h" "show" "why h"; do
+  read -ra words <<<"$command"
+  run "$FP" --store S "${words[@]}"
+  expect_rc 2 "newer format, usage error: $command"
+  expect_not_in err "fingerprint-store.json" "newer format, usage error: $command says nothing of the store"
 done
 expect_unchanged S before "newer format: the store is unchanged"
 

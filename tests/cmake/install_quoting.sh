@@ -19,4 +19,14 @@ expect_json "$T/installed.json" \
 run "$FP" --store "$store" show "$b/libgreet.so"
 expect_rc 0 "the build tree's libgreet.so is recorded by its link hook"
 
+# A name that ends in ] (and has no ]] of its own) must not close the
+# install rule's bracket argument early.
+store2="$T/plain store]"
+b2="$T/b2"
+configure "$SRC/examples/greet" "$b2" -DFINGERPRINT_DIR="$store2" -DCMAKE_INSTALL_PREFIX="$T/prefix2"
+build "$b2"
+install_tree "$b2"
+run "$FP" --store "$store2" show "$T/prefix2/lib/libgreet.so"
+expect_rc 0 "the installed libgreet.so is in the store whose name ends in ]"
+
 finish

@@ -131,13 +131,19 @@ constexpr std::string_view k_build_usage =
   "usage: fingerprint build show PROJECT BUILD (fingerprint builds lists them)";
 
 int
-run_build(const Args& args, Context& context, Prepared& prepared)
+validate_build(const Args& args, Context& context)
 {
-  const auto& words = args.positional();
-  if (words[0] != "show") {
+  if (!args.positional().empty() && args.positional().front() != "show") {
     print_error(context, "build: " + std::string(k_build_usage));
     return k_exit_usage;
   }
+  return k_exit_ok;
+}
+
+int
+run_build(const Args& args, Context& context, Prepared& prepared)
+{
+  const auto& words = args.positional();
   const store::BuildRef ref{words[1], words[2]};
   auto index =
     read_build_index(*prepared.store, context, ref, " (fingerprint builds --project " + ref.project + " lists them)");
@@ -211,6 +217,8 @@ extern const Command k_build_command{"build",
                                      k_build_options,
                                      run_build,
                                      Needs::store,
-                                     {3, 3, k_build_usage}};
+                                     {3, 3, k_build_usage},
+                                     nullptr,
+                                     validate_build};
 
 } // namespace fingerprint::cmd

@@ -48,13 +48,19 @@ explain_missing(const store::Store& store,
 constexpr std::string_view k_usage = "give --build-dir D and exactly one FILE";
 
 int
-run(const Args& args, Context& context, Prepared& prepared)
+validate(const Args& args, Context& context)
 {
-  const auto build_dir = args.value("build-dir");
-  if (!build_dir) {
+  if (!args.value("build-dir")) {
     print_error(context, "check: " + std::string(k_usage));
     return k_exit_usage;
   }
+  return k_exit_ok;
+}
+
+int
+run(const Args& args, Context& context, Prepared& prepared)
+{
+  const auto build_dir = args.value("build-dir");
   const std::string path = absolute_path(args.positional().front());
   const std::string tree = absolute_path(*build_dir);
   const auto target = args.value("target");
@@ -126,6 +132,8 @@ extern const Command k_check_command{"check",
                                      k_options,
                                      run,
                                      Needs::store,
-                                     {1, 1, k_usage}};
+                                     {1, 1, k_usage},
+                                     nullptr,
+                                     validate};
 
 } // namespace fingerprint::cmd

@@ -70,6 +70,10 @@ struct Command
   Arity arity = {};
   // How the store is opened (Needs::store); null: for reading.
   store::Access (*access)(const Args& args) = nullptr;
+  // The command's own usage checks, run before the store is opened, so
+  // that a usage error says so (exit 2) whatever state the store is in;
+  // null: none. Returns the exit status to stop with, or k_exit_ok.
+  int (*validate)(const Args& args, Context& context) = nullptr;
 };
 
 // The table, in the order `help` lists it.

@@ -99,21 +99,28 @@ statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
 }
 
 int
-run(const Args& args, Context& context, Prepared& prepared)
+validate(const Args& args, Context& context)
 {
   const auto format = args.value("format");
   if (!format || *format != "in-toto") {
     print_error(context, "export: --format in-toto is required (the only format so far)");
     return k_exit_usage;
   }
-  const auto project = args.value("project");
-  const auto build = args.value("build");
-  if (project.has_value() != build.has_value() || (project.has_value() == (args.positional().size() == 1))
+  const bool project = args.value("project").has_value();
+  if (project != args.value("build").has_value() || project == (args.positional().size() == 1)
       || args.positional().size() > 1) {
     print_error(context,
                 "export: give one FILE or DIGEST (exports the build that produced it), or --project P --build B");
     return k_exit_usage;
   }
+  return k_exit_ok;
+}
+
+int
+run(const Args& args, Context& context, Prepared& prepared)
+{
+  const auto project = args.value("project");
+  const auto build = args.value("build");
   store::BuildRef ref;
   if (project) {
     ref = {*project, *build};
@@ -153,6 +160,9 @@ extern const Command k_export_command{"export",
                                       "provenance of the build that produced an artifact, as in-toto / SLSA v1",
                                       k_options,
                                       run,
-                                      Needs::store};
+                                      Needs::store,
+                                      Arity{},
+                                      nullptr,
+                                      validate};
 
 } // namespace fingerprint::cmd

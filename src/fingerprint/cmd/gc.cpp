@@ -55,42 +55,55 @@ parse_age(std::string_view text)
   return count * unit * 1'000'000'000;
 }
 
+// What goes, from the command line; prints why and returns nothing when
+// it says nothing sensible.
+std::optional<store::GcPolicy>
+parse_policy(const Args& args, Context& context)
+{
+  store::GcPolicy policy;
+  policy.missing_build_dirs = args.flag("missing-build-dirs");
+  if (auto age = args.value("older-than")) {
+    policy.max_age_ns = parse_age(*age);
+    if (policy.max_age_ns < 0) {
+      print_error(context, "gc: --older-than: '" + *age + "' is not an age such as 90d, 12h, 30m, 2w or 3600s");
+      return std::nullopt;
+    }
+  }
+  if (auto text = args.value("keep-builds")) {
+    char* end = nullptr;
+    policy.keep_builds = std::strtol(text->c_str(), &end, 10);
+    if (text->empty() || *end != '\0' || policy.keep_builds < 1) {
+      print_error(context, "gc: --keep-builds: '" + *text + "' is not a number of builds (1 or more)");
+      return std::nullopt;
+    }
+  }
+  if (!policy.missing_build_dirs && policy.max_age_ns < 0 && policy.keep_builds < 0) {
+    print_error(context, "gc: say what goes: --missing-build-dirs, --older-than AGE and/or --keep-builds N");
+    return std::nullopt;
+  }
+  return policy;
+}
+
+int
+validate(const Args& args, Context& context)
+{
+  return parse_policy(args, context) ? k_exit_ok : k_exit_usage;
+}
+
 int
 run(const Args& args, Context& context, Prepared& prepared)
 {
   const bool dry_run = args.flag("dry-run");
-  const bool missing_dirs = args.flag("missing-build-dirs");
-  int64_t max_age = -1;
-  if (auto age = args.value("older-than")) {
-    max_age = parse_age(*age);
-    if (max_age < 0) {
-      print_error(context, "gc: --older-than: '" + *age + "' is not an age such as 90d, 12h, 30m, 2w or 3600s");
-      return k_exit_usage;
-    }
-  }
-  long keep = -1;
-  if (auto text = args.value("keep-builds")) {
-    char* end = nullptr;
-    keep = std::strtol(text->c_str(), &end, 10);
-    if (text->empty() || *end != '\0' || keep < 1) {
-      print_error(context, "gc: --keep-builds: '" + *text + "' is not a number of builds (1 or more)");
-      return k_exit_usage;
-    }
-  }
-  if (!missing_dirs && max_age < 0 && keep < 0) {
-    print_error(context, "gc: say what goes: --missing-build-dirs, --older-than AGE and/or --keep-builds N");
+  auto policy = parse_policy(args, context);
+  if (!policy) {
     return k_exit_usage;
   }
-  store::GcPolicy policy;
-  policy.missing_build_dirs = missing_dirs;
-  policy.host = hook::host_name();
-  policy.max_age_ns = max_age;
-  policy.now_ns = util::now_ns();
-  policy.keep_builds = keep;
+  policy->host = hook::host_name();
+  policy->now_ns = util::now_ns();
   Expected<store::GcPlan> plan = Error{};
   {
     Progress progress(context.err, "gc", "build indexes read");
-    plan = store::plan_gc(*prepared.store, policy, [&](size_t done, size_t total) { progress(done, total); });
+    plan = store::plan_gc(*prepared.store, *policy, [&](size_t done, size_t total) { progress(done, total); });
   }
   if (!plan) {
     print_error(context, plan.error().message);
@@ -143,6 +156,7 @@ extern const Command k_gc_command{
   run,
   Needs::store,
   {0, 0, "takes no arguments"},
-  [](const Args& args) { return args.flag("dry-run") ? store::Access::read : store::Access::update; }};
+  [](const Args& args) { return args.flag("dry-run") ? store::Access::read : store::Access::update; },
+  validate};
 
 } // namespace fingerprint::cmd

@@ -165,7 +165,7 @@ write_file(const std::string& path, std::string_view text)
 }
 
 int
-run(const Args& args, Context& context, Prepared& prepared)
+validate(const Args& args, Context& context)
 {
   const std::string format = args.value("format").value_or("text");
   const std::set<std::string> formats = {"text", "dot", "mermaid", "json", "svg", "html"};
@@ -173,15 +173,22 @@ run(const Args& args, Context& context, Prepared& prepared)
     print_error(context, "graph: --format: '" + format + "' is not one of text, dot, mermaid, json, svg, html");
     return k_exit_usage;
   }
-  // Before reading the store, which may be large: without Graphviz an SVG
+  // Before opening the store, which may be large: without Graphviz an SVG
   // cannot be made at all, while the page lays the graph out itself.
+  if (format == "svg" && !util::find_program("dot")) {
+    print_error(context, k_no_dot);
+    return k_exit_failure;
+  }
+  return k_exit_ok;
+}
+
+int
+run(const Args& args, Context& context, Prepared& prepared)
+{
+  const std::string format = args.value("format").value_or("text");
   std::optional<std::string> dot;
   if (format == "svg" || format == "html") {
     dot = util::find_program("dot");
-    if (!dot && format == "svg") {
-      print_error(context, k_no_dot);
-      return k_exit_failure;
-    }
   }
   const bool per_target = args.flag("artifacts");
   std::vector<store::LogProblem> problems;
@@ -230,6 +237,10 @@ run(const Args& args, Context& context, Prepared& prepared)
   } else if (format == "json") {
     text = dump_json(graph_json(edges));
   } else if (format == "svg") {
+    if (!dot) {
+      print_error(context, k_no_dot);
+      return k_exit_failure;
+    }
     auto svg = graphviz_svg(*dot, dot_text(edges), context);
     if (!svg) {
       print_error(context, "graph: " + svg.error().message);
@@ -272,6 +283,9 @@ extern const Command k_graph_command{
   "the producer -> consumer graph between projects (or targets)",
   k_options,
   run,
-  Needs::store};
+  Needs::store,
+  Arity{},
+  nullptr,
+  validate};
 
 } // namespace fingerprint::cmd

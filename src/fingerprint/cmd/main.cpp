@@ -138,6 +138,11 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
     print_error(context, name + ": " + std::string(command.arity.usage));
     return k_exit_usage;
   }
+  if (command.validate != nullptr) {
+    if (const int status = command.validate(args, context); status != k_exit_ok) {
+      return status;
+    }
+  }
   if (command.needs == Needs::nothing) {
     return command.run(args, context, prepared);
   }

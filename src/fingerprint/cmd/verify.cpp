@@ -63,13 +63,19 @@ to_json(const Verdict& verdict)
 }
 
 int
-run(const Args& args, Context& context, Prepared& prepared)
+validate(const Args& args, Context& context)
 {
-  const auto build_dir = args.value("build-dir");
-  if (build_dir.has_value() == !args.positional().empty()) {
+  if (args.value("build-dir").has_value() == !args.positional().empty()) {
     print_error(context, "verify: give FILE... or --build-dir D, not both or neither");
     return k_exit_usage;
   }
+  return k_exit_ok;
+}
+
+int
+run(const Args& args, Context& context, Prepared& prepared)
+{
+  const auto build_dir = args.value("build-dir");
   int status = k_exit_ok;
   const std::optional<std::string> tree = build_dir ? std::optional(absolute_path(*build_dir)) : std::nullopt;
   auto latest = latest_by_path(*prepared.store, tree, context);
@@ -183,6 +189,9 @@ extern const Command k_verify_command{"verify",
                                       "check that files still hold the bytes the store recorded for them",
                                       k_options,
                                       run,
-                                      Needs::store};
+                                      Needs::store,
+                                      Arity{},
+                                      nullptr,
+                                      validate};
 
 } // namespace fingerprint::cmd

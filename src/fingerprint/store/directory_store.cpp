@@ -310,7 +310,8 @@ DirectoryStore::list_logs() const
     return logs;
   }
   auto ok = walk_logs(m_root, m_root_fd.get(), layout::WalkScope::logs, [&](const layout::Entry& entry) {
-    if (entry.kind == layout::Entry::Kind::artifact_log) {
+    // A stray named like a log is listed too: reading it says what is wrong.
+    if (entry.kind == layout::Entry::Kind::artifact_log || (entry.log_name && !entry.key.hex.empty())) {
       logs.push_back(entry.key);
     }
   });
@@ -329,7 +330,7 @@ DirectoryStore::list_builds() const
     return builds;
   }
   auto ok = walk_logs(m_root, m_root_fd.get(), layout::WalkScope::builds, [&](const layout::Entry& entry) {
-    if (entry.kind == layout::Entry::Kind::build_index) {
+    if (entry.kind == layout::Entry::Kind::build_index || (entry.log_name && entry.key.hex.empty())) {
       builds.push_back(entry.build);
     }
   });

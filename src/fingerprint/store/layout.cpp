@@ -57,7 +57,9 @@ public:
   {
     fd = Fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd) {
-      if (errno != ENOENT) {
+      if (errno == ELOOP || errno == ENOTDIR) {
+        m_out.errors.push_back({relative, "not a directory (symbolic links are not followed inside the store)", errno});
+      } else if (errno != ENOENT) {
         m_out.errors.push_back({relative, util::errno_text(errno), errno});
       }
       return {};
@@ -133,10 +135,16 @@ public:
         Fd shard_fd;
         for (const Listed& file : list(algorithm_fd.get(), shard.name, shard_dir, shard_fd)) {
           const std::string relative = shard_dir + "/" + file.name;
-          if (file.type == DT_REG && file.name.ends_with(k_log_suffix)) {
+          if (file.name.ends_with(k_log_suffix)) {
             const std::string hex = file.name.substr(0, file.name.size() - k_log_suffix.size());
             auto key = parse_digest_key(algorithm.name + ":" + hex);
             if (key && shard.name.size() == 2 && hex.starts_with(shard.name)) {
+              if (file.type != DT_REG) {
+                stray(relative, file.name, file.type);
+                m_out.entries.back().key = std::move(*key);
+                m_out.entries.back().log_name = true;
+                continue;
+              }
               Entry entry;
               entry.relative = relative;
               entry.kind = Entry::Kind::artifact_log;
@@ -165,13 +173,20 @@ public:
       Fd project_fd;
       for (const Listed& file : list(builds_fd.get(), project.name, project_dir, project_fd)) {
         const std::string relative = project_dir + "/" + file.name;
-        if (file.type == DT_REG && file.name.size() > k_log_suffix.size() && file.name.ends_with(k_log_suffix)) {
+        if (file.name.size() > k_log_suffix.size() && file.name.ends_with(k_log_suffix)) {
+          BuildRef build{
+            decode_component(project.name),
+            decode_component(std::string_view(file.name).substr(0, file.name.size() - k_log_suffix.size()))};
+          if (file.type != DT_REG) {
+            stray(relative, file.name, file.type);
+            m_out.entries.back().build = std::move(build);
+            m_out.entries.back().log_name = true;
+            continue;
+          }
           Entry entry;
           entry.relative = relative;
           entry.kind = Entry::Kind::build_index;
-          entry.build = {
-            decode_component(project.name),
-            decode_component(std::string_view(file.name).substr(0, file.name.size() - k_log_suffix.size()))};
+          entry.build = std::move(build);
           m_out.entries.push_back(std::move(entry));
           continue;
         }

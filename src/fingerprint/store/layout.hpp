@@ -70,6 +70,10 @@ struct Entry
   BuildRef build; // build_index, decoded
   std::string why_stray;
   bool leftover = false; // a stray that is an interrupted writer's temporary file
+  // A stray named like a log (a symbolic link, a directory): listing still
+  // names it, so that reading it says what is wrong rather than the log
+  // going unnoticed; `key` or `build` is set.
+  bool log_name = false;
 };
 
 // A directory the walk could not list, and why.
