@@ -3,10 +3,10 @@
 // fold, judged against the plain nlohmann DOM parse of the same lines.
 
 #include <fingerprint/digest/hasher.hpp>
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/event.hpp>
-#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <benchmark/benchmark.h>

@@ -1,6 +1,6 @@
-#include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/text.hpp>
 

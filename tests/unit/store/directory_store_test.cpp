@@ -1,6 +1,6 @@
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/format.hpp>
-#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/fs.hpp>
 
 #include <gtest/gtest.h>

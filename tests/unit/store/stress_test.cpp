@@ -1,5 +1,5 @@
-#include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/artifact_record.hpp>
+#include <fingerprint/store/directory_store.hpp>
 
 #include <gtest/gtest.h>
 
