@@ -39,6 +39,11 @@ AS_B=(setpriv --reuid="$UB" --regid="$UB" --groups="$G" env -C "$T/work-B" "${un
 # $T (root's, mode 700) becomes traversable by group G only.
 chgrp "$G" "$T"
 chmod 750 "$T"
+# The runner where the users can reach it, wherever the build tree is (a
+# clone under a private directory, as mktemp -d makes, is not traversable).
+mkdir -m 755 "$T/bin"
+cp "$FP" "$T/bin/fingerprint"
+FP=$T/bin/fingerprint
 for who in A B; do
   uid=$UA
   if [[ $who == B ]]; then uid=$UB; fi
