@@ -33,10 +33,15 @@ Cache variables:
 
 ``FINGERPRINT_DIR``
   The store: a directory, or a PostgreSQL URL such as
-  ``postgresql://fingerprint@db.example:5432/fingerprint`` (keep passwords
-  in ``~/.pgpass`` or ``PGPASSWORD``, not in the URL: hooks' command lines
-  are in ``build.ninja``). Empty (the default): the runner's own default,
-  ``$FINGERPRINT_DIR`` at build time or ``${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint``.
+  ``postgresql://fingerprint@db.example:5432/fingerprint``. A URL holding a
+  password (``postgresql://user:<password>@...``, ``?password=<password>``)
+  is a ``FATAL_ERROR``: it would be in ``CMakeCache.txt``, in the build files
+  and, through every hook's command line, in ``ps``. The cache entry is then
+  masked; give the URL without the password, and the password to libpq in
+  ``~/.pgpass``, the file ``PGPASSFILE`` names, or the service ``PGSERVICE``
+  names. Empty (the default): the runner's own default, ``$FINGERPRINT_DIR``
+  at build time (not read at configure time, and never written into the
+  build files) or ``${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint``.
 
 ``FINGERPRINT_AUTO``
   ``ON`` (default): fingerprint every buildable target. ``OFF``: only those
@@ -105,6 +110,10 @@ include_guard(GLOBAL)
 
 # STRING, not PATH: CMake would turn a postgresql:// URL into a path.
 set(FINGERPRINT_DIR "" CACHE STRING "The fingerprint store: a directory or postgresql:// URL (empty: the runner's default)")
+include("${CMAKE_CURRENT_LIST_DIR}/Fingerprint/store_url.cmake")
+# Now, before the project's own checks run: the store is used only at the
+# end (_fingerprint_finalize, which checks again what the project set since).
+_fingerprint_refuse_password()
 option(FINGERPRINT_AUTO "Fingerprint every executable and library target" ON)
 option(FINGERPRINT_REQUIRED "Fail the build when a target cannot be fingerprinted" OFF)
 set(FINGERPRINT_ALGORITHM "sha256" CACHE STRING "Digest algorithm of the fingerprints")

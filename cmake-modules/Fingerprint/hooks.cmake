@@ -2,6 +2,7 @@
 # top-level directory. Nothing here is a public interface.
 
 include_guard(GLOBAL)
+include("${CMAKE_CURRENT_LIST_DIR}/store_url.cmake")
 
 # Quotes `value` for the shell command line Ninja and Make run.
 function(_fingerprint_quote out value)
@@ -214,6 +215,8 @@ endfunction()
 
 function(_fingerprint_finalize)
   list(APPEND CMAKE_MESSAGE_CONTEXT fingerprint)
+  # Again: the project may have set FINGERPRINT_DIR after include(Fingerprint).
+  _fingerprint_refuse_password()
   _fingerprint_find_runner(runner in_tree)
   if(NOT runner)
     set(message "the fingerprint runner was not found; set FINGERPRINT_RUNNER to its path, or install Fingerprint")
@@ -248,8 +251,8 @@ function(_fingerprint_finalize)
     list(APPEND hooked "${target}")
   endforeach()
   list(LENGTH hooked count)
-  # A URL's password stays out of the configure log.
-  string(REGEX REPLACE "^([a-z]+://[^:/@]*):[^@/]*@" "\\1:***@" store "${FINGERPRINT_DIR}")
+  # Refused above; masked all the same, by the same reading of the URL.
+  _fingerprint_url_password("${FINGERPRINT_DIR}" found store without)
   if(NOT store)
     set(store "the default store")
   endif()

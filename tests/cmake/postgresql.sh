@@ -1,28 +1,75 @@
 # include(Fingerprint) into a PostgreSQL store, through the installed
 # package: hooks record into the database, queries and the CTest round
 # trips read it back, and a server that is down fails the build only with
-# FINGERPRINT_REQUIRED=ON. The second argument is the file holding the
-# test server's URL (the `postgresql` fixture, tests/pg).
+# FINGERPRINT_REQUIRED=ON. The database belongs to a role that must give a
+# password: a URL holding it is refused at configure time and leaves it in
+# no build file; the URL without it records, libpq reading the password
+# from PGPASSFILE. The second argument is the file holding the test server's
+# URL (the `postgresql` fixture, tests/pg); tests/cmake/secrets.sh checks the
+# other forms of a password in a URL.
 URL_FILE=${2:?give the file that holds the test server URL}
 source "$(dirname "$0")/lib.sh" "$1"
+unset PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD PGPASSFILE PGSERVICE PGSERVICEFILE PGOPTIONS
 
 server=$(cat "$URL_FILE")
+hostport=${server#*@}
+hostport=${hostport%%/*}
 database=fp_cmake_$$
-psql "$server" -v ON_ERROR_STOP=1 -qAtc "CREATE DATABASE $database" >/dev/null || {
-  fail "cannot create the test database on $server"
+role=fp_cmake_$$
+sql() { psql "$server" -v ON_ERROR_STOP=1 -qAtc "$1"; }
+# The fixture trusts every connection: one rule, first in pg_hba.conf, asks
+# this role for its password on this database only.
+hba=$(sql 'SHOW hba_file') && cp "$hba" "$T/pg_hba.conf" || {
+  fail "cannot read the test server's pg_hba.conf on $server"
   finish
 }
-trap 'psql "$server" -qAtc "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1; on_exit' EXIT
-url=${server%/*}/$database
-# The URL as a user with a password would write it: trust ignores the
-# password, and it must appear nowhere.
-secret_url=${url/postgres@/postgres:hunter2@}
+restore() {
+  cat "$T/pg_hba.conf" >"$hba" && sql 'SELECT pg_reload_conf()' >/dev/null
+  sql "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1
+  sql "DROP ROLE IF EXISTS $role" >/dev/null 2>&1
+}
+trap 'rc=$?; restore; (exit $rc); on_exit' EXIT
+{
+  sql "CREATE ROLE $role LOGIN PASSWORD 'hunter2'" &&
+    sql "CREATE DATABASE $database OWNER $role" &&
+    { echo "host $database $role 127.0.0.1/32 scram-sha-256"; cat "$T/pg_hba.conf"; } >"$hba" &&
+    sql 'SELECT pg_reload_conf()'
+} >/dev/null || {
+  fail "cannot set up a database with a password on $server"
+  finish
+}
+url=postgresql://$role@$hostport/$database
+secret_url=postgresql://$role:hunter2@$hostport/$database
 
 expect_file "$PREFIX/bin/fingerprint-postgresql" "the package installs the PostgreSQL runner beside fingerprint"
 
-configure "$HERE/projects/small" "$T/b" -DFINGERPRINT_DIR="$secret_url"
-expect_in out "Fingerprinting 2 targets into postgresql://postgres:***@" "the configure log names the database"
-expect_not_in both hunter2 "the configure log masks the password"
+# The server does ask: without a password the runner cannot connect.
+PGPASSFILE=$T/no-pgpass run "$FP" --store "$url" builds
+if ((RC != 0)); then ok "without a password the role cannot connect"; else fail "the role connected without a password"; fi
+expect_in err "password" "the server asked for one"
+
+# A URL holding the password is refused, says where a password goes, and
+# leaves it nowhere: the cache CMake saves after the error holds it masked.
+run cmake -S "$HERE/projects/small" -B "$T/b" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX;$T/prefix" \
+  -DCMAKE_INSTALL_PREFIX="$T/prefix" -DFINGERPRINT_DIR="$secret_url"
+if ((RC != 0)); then ok "configure with a password in the URL fails"; else fail "configure with a password in the URL succeeded"; fi
+expect_in err "FINGERPRINT_DIR holds a password" "the message says what"
+expect_in err "the process list" "and why"
+expect_in err "postgresql://$role:***@$hostport/$database" "and names the URL masked"
+expect_in err "-DFINGERPRINT_DIR=$url" "and the URL to give instead"
+expect_in err "~/.pgpass" "and libpq's password file"
+expect_in err "PGPASSFILE" "and PGPASSFILE"
+expect_in err "PGSERVICE" "and PGSERVICE"
+expect_not_in both hunter2 "the configure log never shows the password"
+expect_eq "$(grep -rlF hunter2 "$T/b" | head -3)" "" "no file of the refused build tree holds the password"
+
+# The recommended way, end to end: the URL without the password (the same
+# tree, configured again), the password in a mode-0600 file PGPASSFILE names.
+echo "${hostport%:*}:${hostport##*:}:$database:$role:hunter2" >"$T/pgpass"
+chmod 0600 "$T/pgpass"
+export PGPASSFILE=$T/pgpass
+configure "$HERE/projects/small" "$T/b" -DFINGERPRINT_DIR="$url"
+expect_in out "Fingerprinting 2 targets into $url with" "the configure log names the database"
 build "$T/b"
 expect_not_in both "not fingerprinted" "every hook recorded into the database"
 
@@ -46,13 +93,14 @@ run ctest --test-dir "$T/b" --output-on-failure
 expect_rc 0 "the CTest round trips pass against the database"
 expect_in out "100% tests passed" "every round trip ran"
 
+expect_eq "$(grep -rlF hunter2 "$T/b" | head -3)" "" "after build and tests, no file of the build tree holds the password"
+
 # A server that is not there: port 1 refuses at once.
-down="postgresql://postgres:hunter2@127.0.0.1:1/fingerprint"
+down="postgresql://postgres@127.0.0.1:1/fingerprint"
 configure "$HERE/projects/small" "$T/off" -DFINGERPRINT_DIR="$down"
 build "$T/off"
 expect_eq "$(grep -c 'warning: .*not fingerprinted' "$T/out")" 2 "server down, REQUIRED OFF: one warning per target"
 expect_in out "cannot connect" "the warning gives the runner's reason"
-expect_not_in both hunter2 "and masks the password"
 
 configure "$HERE/projects/small" "$T/on" -DFINGERPRINT_DIR="$down" -DFINGERPRINT_REQUIRED=ON
 run cmake --build "$T/on"
