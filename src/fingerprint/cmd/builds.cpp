@@ -203,13 +203,13 @@ run_build(const Args& args, Context& context, Prepared& prepared)
 } // namespace
 
 extern const Command k_builds_command{
-  "builds",
-  "[--project P] [--json]",
-  "list the recorded builds: project, build id, time, host, counts, build tree",
-  k_builds_options,
-  run_builds,
-  Needs::store,
-  {0, 0, "takes no arguments (did you mean: fingerprint build show PROJECT BUILD?)"}};
+  .name = "builds",
+  .synopsis = "[--project P] [--json]",
+  .summary = "list the recorded builds: project, build id, time, host, counts, build tree",
+  .options = k_builds_options,
+  .run = run_builds,
+  .needs = Needs::store,
+  .arity = {0, 0, "takes no arguments (did you mean: fingerprint build show PROJECT BUILD?)"}};
 
 extern const Command k_build_command{"build",
                                      "show PROJECT BUILD [--json]",

@@ -125,15 +125,14 @@ run(const Args& args, Context& context, Prepared& prepared)
 
 } // namespace
 
-extern const Command k_check_command{"check",
-                                     "--build-dir D [--target T] FILE",
-                                     "the CTest round trip: FILE's bytes were recorded as produced by build "
-                                     "tree D, and its record re-serializes byte for byte",
-                                     k_options,
-                                     run,
-                                     Needs::store,
-                                     {1, 1, k_usage},
-                                     nullptr,
-                                     validate};
+extern const Command k_check_command{.name = "check",
+                                     .synopsis = "--build-dir D [--target T] FILE",
+                                     .summary = "the CTest round trip: FILE's bytes were recorded as produced by build "
+                                                "tree D, and its record re-serializes byte for byte",
+                                     .options = k_options,
+                                     .run = run,
+                                     .needs = Needs::store,
+                                     .arity = {1, 1, k_usage},
+                                     .validate = validate};
 
 } // namespace fingerprint::cmd

@@ -87,12 +87,13 @@ run(const Args& args, Context& context, Prepared& prepared)
 
 } // namespace
 
-extern const Command k_consumers_command{"consumers",
-                                         "[--json] [--transitive] FILE|DIGEST",
-                                         "which builds consumed an artifact (and, transitively, their products)",
-                                         k_options,
-                                         run,
-                                         Needs::artifact,
-                                         k_one_artifact};
+extern const Command k_consumers_command{.name = "consumers",
+                                         .synopsis = "[--json] [--transitive] FILE|DIGEST",
+                                         .summary =
+                                           "which builds consumed an artifact (and, transitively, their products)",
+                                         .options = k_options,
+                                         .run = run,
+                                         .needs = Needs::artifact,
+                                         .arity = k_one_artifact};
 
 } // namespace fingerprint::cmd

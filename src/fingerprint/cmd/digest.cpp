@@ -104,10 +104,10 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
 
 } // namespace
 
-extern const Command k_digest_command{"digest",
-                                      "[--algorithm A] [--jobs N] FILE...",
-                                      "print each file's digest, as sha256sum does",
-                                      k_options,
-                                      run};
+extern const Command k_digest_command{.name = "digest",
+                                      .synopsis = "[--algorithm A] [--jobs N] FILE...",
+                                      .summary = "print each file's digest, as sha256sum does",
+                                      .options = k_options,
+                                      .run = run};
 
 } // namespace fingerprint::cmd

@@ -155,14 +155,13 @@ run(const Args& args, Context& context, Prepared& prepared)
 
 } // namespace
 
-extern const Command k_export_command{"export",
-                                      "--format in-toto FILE|DIGEST | --project P --build B",
-                                      "provenance of the build that produced an artifact, as in-toto / SLSA v1",
-                                      k_options,
-                                      run,
-                                      Needs::store,
-                                      Arity{},
-                                      nullptr,
-                                      validate};
+extern const Command k_export_command{.name = "export",
+                                      .synopsis = "--format in-toto FILE|DIGEST | --project P --build B",
+                                      .summary =
+                                        "provenance of the build that produced an artifact, as in-toto / SLSA v1",
+                                      .options = k_options,
+                                      .run = run,
+                                      .needs = Needs::store,
+                                      .validate = validate};
 
 } // namespace fingerprint::cmd

@@ -96,13 +96,13 @@ run(const Args& args, Context& context, Prepared& prepared)
 } // namespace
 
 extern const Command k_fsck_command{
-  "fsck",
-  "[--repair] [--json]",
-  "check every log of the store; --repair quarantines and rebuilds (never deletes)",
-  k_options,
-  run,
-  Needs::store,
-  {0, 0, "takes no arguments (the store is --store DIR or $FINGERPRINT_DIR)"},
-  [](const Args& args) { return args.flag("repair") ? store::Access::update : store::Access::read; }};
+  .name = "fsck",
+  .synopsis = "[--repair] [--json]",
+  .summary = "check every log of the store; --repair quarantines and rebuilds (never deletes)",
+  .options = k_options,
+  .run = run,
+  .needs = Needs::store,
+  .arity = {0, 0, "takes no arguments (the store is --store DIR or $FINGERPRINT_DIR)"},
+  .access = [](const Args& args) { return args.flag("repair") ? store::Access::update : store::Access::read; }};
 
 } // namespace fingerprint::cmd

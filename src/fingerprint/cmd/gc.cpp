@@ -149,14 +149,14 @@ run(const Args& args, Context& context, Prepared& prepared)
 } // namespace
 
 extern const Command k_gc_command{
-  "gc",
-  "[--dry-run] [--missing-build-dirs] [--older-than AGE] [--keep-builds N] [--json]",
-  "drop old builds' events (retention driven by the build index); artifacts left without events go",
-  k_options,
-  run,
-  Needs::store,
-  {0, 0, "takes no arguments"},
-  [](const Args& args) { return args.flag("dry-run") ? store::Access::read : store::Access::update; },
-  validate};
+  .name = "gc",
+  .synopsis = "[--dry-run] [--missing-build-dirs] [--older-than AGE] [--keep-builds N] [--json]",
+  .summary = "drop old builds' events (retention driven by the build index); artifacts left without events go",
+  .options = k_options,
+  .run = run,
+  .needs = Needs::store,
+  .arity = {0, 0, "takes no arguments"},
+  .access = [](const Args& args) { return args.flag("dry-run") ? store::Access::read : store::Access::update; },
+  .validate = validate};
 
 } // namespace fingerprint::cmd

@@ -278,14 +278,12 @@ run(const Args& args, Context& context, Prepared& prepared)
 } // namespace
 
 extern const Command k_graph_command{
-  "graph",
-  "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--output FILE]",
-  "the producer -> consumer graph between projects (or targets)",
-  k_options,
-  run,
-  Needs::store,
-  Arity{},
-  nullptr,
-  validate};
+  .name = "graph",
+  .synopsis = "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--output FILE]",
+  .summary = "the producer -> consumer graph between projects (or targets)",
+  .options = k_options,
+  .run = run,
+  .needs = Needs::store,
+  .validate = validate};
 
 } // namespace fingerprint::cmd

@@ -70,10 +70,10 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
 } // namespace
 
 extern const Command k_migrate_command{
-  "migrate",
-  "--from DIR --to postgresql://user@host:port/db [--json]",
-  "copy a directory store into a PostgreSQL store; running it again copies only what is new",
-  k_options,
-  run};
+  .name = "migrate",
+  .synopsis = "--from DIR --to postgresql://user@host:port/db [--json]",
+  .summary = "copy a directory store into a PostgreSQL store; running it again copies only what is new",
+  .options = k_options,
+  .run = run};
 
 } // namespace fingerprint::cmd

@@ -95,10 +95,11 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
 } // namespace
 
 extern const Command k_record_command{
-  "record",
-  "--project P --target T [--build-id B] [--build-dir D] [--version V] --produced FILE... [--consumed FILE...]",
-  "record what a build step produced and consumed (run by the build hooks)",
-  k_options,
-  run};
+  .name = "record",
+  .synopsis =
+    "--project P --target T [--build-id B] [--build-dir D] [--version V] --produced FILE... [--consumed FILE...]",
+  .summary = "record what a build step produced and consumed (run by the build hooks)",
+  .options = k_options,
+  .run = run};
 
 } // namespace fingerprint::cmd

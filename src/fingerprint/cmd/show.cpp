@@ -85,12 +85,12 @@ run(const Args& args, Context& context, Prepared& prepared)
 
 } // namespace
 
-extern const Command k_show_command{"show",
-                                    "[--json] FILE|DIGEST",
-                                    "who produced an artifact, who consumed it, and its names",
-                                    k_options,
-                                    run,
-                                    Needs::artifact,
-                                    k_one_artifact};
+extern const Command k_show_command{.name = "show",
+                                    .synopsis = "[--json] FILE|DIGEST",
+                                    .summary = "who produced an artifact, who consumed it, and its names",
+                                    .options = k_options,
+                                    .run = run,
+                                    .needs = Needs::artifact,
+                                    .arity = k_one_artifact};
 
 } // namespace fingerprint::cmd

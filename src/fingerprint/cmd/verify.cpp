@@ -184,14 +184,12 @@ run(const Args& args, Context& context, Prepared& prepared)
 
 } // namespace
 
-extern const Command k_verify_command{"verify",
-                                      "[--json] FILE... | [--json] --build-dir D",
-                                      "check that files still hold the bytes the store recorded for them",
-                                      k_options,
-                                      run,
-                                      Needs::store,
-                                      Arity{},
-                                      nullptr,
-                                      validate};
+extern const Command k_verify_command{.name = "verify",
+                                      .synopsis = "[--json] FILE... | [--json] --build-dir D",
+                                      .summary = "check that files still hold the bytes the store recorded for them",
+                                      .options = k_options,
+                                      .run = run,
+                                      .needs = Needs::store,
+                                      .validate = validate};
 
 } // namespace fingerprint::cmd

@@ -75,12 +75,12 @@ run(const Args& args, Context& context, Prepared& prepared)
 
 } // namespace
 
-extern const Command k_why_command{"why",
-                                   "[--json] CONSUMER ARTIFACT",
-                                   "the chain of builds through which CONSUMER was made from ARTIFACT",
-                                   k_options,
-                                   run,
-                                   Needs::store,
-                                   {2, 2, "give CONSUMER and ARTIFACT (each a FILE or DIGEST)"}};
+extern const Command k_why_command{.name = "why",
+                                   .synopsis = "[--json] CONSUMER ARTIFACT",
+                                   .summary = "the chain of builds through which CONSUMER was made from ARTIFACT",
+                                   .options = k_options,
+                                   .run = run,
+                                   .needs = Needs::store,
+                                   .arity = {2, 2, "give CONSUMER and ARTIFACT (each a FILE or DIGEST)"}};
 
 } // namespace fingerprint::cmd
