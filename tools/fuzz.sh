@@ -8,7 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$top/tools/deps.sh"
 
-targets=(event format depfile cmdline)
+targets=(event format depfile cmdline launch)
 which=${1:-all}
 seconds=${2:-600}
 jobs=${FINGERPRINT_FUZZ_JOBS:-1}

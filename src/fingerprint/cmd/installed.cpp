@@ -6,6 +6,7 @@
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/text.hpp>
 
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <sys/stat.h>
@@ -135,7 +136,14 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
     return k_exit_usage;
   }
   store::Store::Warnings warnings;
-  auto recorded = record_installed(args, warnings);
+  Expected<size_t> recorded = Error{};
+  try {
+    recorded = record_installed(args, warnings);
+  } catch (const std::exception& error) {
+    // Whatever the store or the files hold, an install must not fail for
+    // it unless asked to.
+    recorded = Error{std::string("internal error: ") + error.what()};
+  }
   for (const auto& warning : warnings) {
     print_warning(context, warning);
   }
@@ -156,10 +164,11 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
 
 } // namespace
 
-extern const Command k_installed_command{"installed",
-                                         "--project P --build-dir D [--required] [--] FILE...",
-                                         "record installed copies of a build tree's artifacts (run at install time)",
-                                         k_options,
-                                         run};
+extern const Command k_installed_command{.name = "installed",
+                                         .synopsis = "--project P --build-dir D [--required] [--] FILE...",
+                                         .summary =
+                                           "record installed copies of a build tree's artifacts (run at install time)",
+                                         .options = k_options,
+                                         .run = run};
 
 } // namespace fingerprint::cmd

@@ -1,13 +1,14 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/cmd/launch.hpp>
 #include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/util/process.hpp>
 
 #include <algorithm>
-#include <filesystem>
-#include <unistd.h>
+#include <cstdio>
+#include <exception>
 
 namespace fingerprint::cmd {
 
@@ -27,87 +28,37 @@ constexpr OptionSpec k_options[] = {
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
 };
 
-int
-run(const Args& args, Context& context, Prepared& /*prepared*/)
+// Everything that reads what the command left. Throws only what the
+// layers below throw; record_launch turns that into a warning too.
+Expected<size_t>
+record_step(const Args& args,
+            const LaunchPlan& plan,
+            Context& context,
+            std::string& build_id,
+            std::vector<std::string>& file_errors)
 {
-  std::vector<std::string> command = args.positional();
-  const auto project = args.value("project");
-  const auto target = args.value("target");
-  const auto output = args.value("output");
-  const auto build_dir = args.value("build-dir");
-  if (command.empty() || !project || !target || !output || !build_dir) {
-    print_error(context, "launch: --project, --target, --output, --build-dir and -- COMMAND... are required");
-    return k_exit_usage;
-  }
-  auto algorithm = algorithm_option(args);
-  if (!algorithm) {
-    print_error(context, "launch: " + algorithm.error().message);
-    return k_exit_usage;
-  }
-  const std::string type = args.value("type").value_or("EXECUTABLE");
-  const auto record_after = args.value("record-after");
-  // An archive is made by several commands (rm, ar, ranlib); only the
-  // last one leaves the final bytes.
-  // The tool may sit behind another launcher (CTest's, a linker launcher):
-  // it is looked for anywhere in the command, not only in front.
-  auto runs = [&](const std::string& tool) {
-    return std::any_of(command.begin(), command.end(), [&](const std::string& argument) {
-      return argument == tool || (!argument.starts_with("-") && base_name(argument) == base_name(tool));
+  const std::string target = *args.value("target");
+  const std::string absolute_output = absolute_path(*args.value("output"));
+  const std::string absolute_build_dir = absolute_path(*args.value("build-dir"));
+  auto inputs = hook::collect_link_inputs(
+    plan.command, plan.depfile, absolute_output, absolute_build_dir, plan.links, [&](const std::string& warning) {
+      print_warning(context, target + ": " + warning);
     });
-  };
-  const bool final_step = !record_after || runs(*record_after);
-  const bool links = type == "EXECUTABLE" || type == "SHARED_LIBRARY" || type == "MODULE_LIBRARY";
-
-  // gold is the one common linker without --dependency-file: a link that
-  // asks for it gets the link line's inputs instead.
-  const bool gold = std::any_of(command.begin(), command.end(), [](const std::string& argument) {
-    return argument == "-fuse-ld=gold" || argument == "-Wl,-fuse-ld=gold";
-  });
-  std::string depfile;
-  if (final_step && links && !gold) {
-    for (const auto& driver : args.values("depfile-driver")) {
-      if (runs(driver)) {
-        depfile = hook::depfile_path(*build_dir, *target);
-        command.push_back("-Wl,--dependency-file=" + depfile);
-        break;
-      }
-    }
-  }
-
-  auto status = util::run_program(command);
-  if (!status) {
-    print_error(context, status.error().message);
-    return 127;
-  }
-  if (*status != 0 || !final_step) {
-    if (!depfile.empty()) {
-      ::unlink(depfile.c_str());
-    }
-    return *status;
-  }
-
-  const std::string absolute_output = absolute_path(*output);
-  const std::string absolute_build_dir = absolute_path(*build_dir);
-  auto inputs = hook::collect_link_inputs(command, depfile, absolute_output, absolute_build_dir, links);
-  if (!depfile.empty()) {
-    ::unlink(depfile.c_str());
-  }
   hook::TargetSettings settings;
   if (auto dir = args.value("args-dir")) {
-    auto loaded = hook::load_target_settings(*dir, *target, absolute_output);
+    auto loaded = hook::load_target_settings(*dir, target, absolute_output);
     if (!loaded) {
-      print_error(context, loaded.error().message);
-      return args.flag("required") ? k_exit_failure : k_exit_ok;
+      return loaded.error();
     }
     settings = std::move(*loaded);
   }
 
   hook::RecordRequest request;
-  request.project = *project;
+  request.project = *args.value("project");
   request.version = args.value("version").value_or("");
-  request.target = *target;
+  request.target = target;
   request.build_dir = absolute_build_dir;
-  request.algorithm = *algorithm;
+  request.algorithm = plan.algorithm;
   request.produced = {absolute_output};
   for (const auto& path : settings.produces) {
     request.produced.push_back(absolute_path(path));
@@ -116,44 +67,151 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   for (const auto& path : settings.consumes) {
     request.consumed.push_back(absolute_path(path));
   }
-  auto outcome = [&]() -> Expected<size_t> {
-    auto root = store_path(args);
-    if (!root) {
-      return root.error();
-    }
-    request.store_root = *root;
-    request.build_id = hook::build_id_from_environment();
-    if (request.build_id.empty()) {
-      auto counted = hook::build_id_from_invocation(absolute_build_dir);
-      if (!counted) {
-        return counted.error();
-      }
-      request.build_id = *counted;
-    }
-    return hook::record(
-      request,
-      [&](const Error& error) { print_error(context, error.message); },
-      [&](const std::string& warning) { print_warning(context, warning); });
-  }();
-  if (!outcome) {
-    if (args.flag("required")) {
-      print_error(context, *target + ": " + outcome.error().message + " (FINGERPRINT_REQUIRED is ON)");
-      return k_exit_failure;
-    }
-    print_warning(context,
-                  *target + ": not fingerprinted: " + outcome.error().message
-                    + " (FINGERPRINT_REQUIRED is OFF, the build goes on)");
+  auto root = store_path(args);
+  if (!root) {
+    return root.error();
   }
-  return k_exit_ok;
+  request.store_root = *root;
+  request.build_id = hook::build_id_from_environment();
+  if (request.build_id.empty()) {
+    auto counted = hook::build_id_from_invocation(absolute_build_dir);
+    if (!counted) {
+      return counted.error();
+    }
+    request.build_id = *counted;
+  }
+  build_id = request.build_id;
+  return hook::record(
+    request,
+    [&](const Error& error) { file_errors.push_back(error.message); },
+    [&](const std::string& warning) { print_warning(context, warning); });
+}
+
+int
+run(const Args& args, Context& context, Prepared& /*prepared*/)
+{
+  auto plan = plan_launch(args);
+  if (!plan) {
+    print_error(context, "launch: " + plan.error().message);
+    return k_exit_usage;
+  }
+  auto status = util::run_program(plan->command);
+  if (!status) {
+    print_error(context, status.error().message);
+    return 127;
+  }
+  if (*status != 0 || !plan->final_step) {
+    if (!plan->depfile.empty()) {
+      ::remove(plan->depfile.c_str());
+    }
+    return *status;
+  }
+  return record_launch(args, *plan, context);
 }
 
 } // namespace
 
+Expected<LaunchPlan>
+plan_launch(const Args& args)
+{
+  LaunchPlan plan;
+  plan.command = args.positional();
+  const auto target = args.value("target");
+  const auto build_dir = args.value("build-dir");
+  if (plan.command.empty() || !args.value("project") || !target || !args.value("output") || !build_dir) {
+    return Error{"--project, --target, --output, --build-dir and -- COMMAND... are required"};
+  }
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    return algorithm.error();
+  }
+  plan.algorithm = *algorithm;
+  const std::string type = args.value("type").value_or("EXECUTABLE");
+  const auto record_after = args.value("record-after");
+  // An archive is made by several commands (rm, ar, ranlib); only the
+  // last one leaves the final bytes.
+  // The tool may sit behind another launcher (CTest's, a linker launcher):
+  // it is looked for anywhere in the command, not only in front.
+  auto runs = [&](const std::string& tool) {
+    return std::any_of(plan.command.begin(), plan.command.end(), [&](const std::string& argument) {
+      return argument == tool || (!argument.starts_with("-") && base_name(argument) == base_name(tool));
+    });
+  };
+  plan.final_step = !record_after || runs(*record_after);
+  plan.links = type == "EXECUTABLE" || type == "SHARED_LIBRARY" || type == "MODULE_LIBRARY";
+
+  // gold is the one common linker without --dependency-file: a link that
+  // asks for it gets the link line's inputs instead.
+  const bool gold = std::any_of(plan.command.begin(), plan.command.end(), [](const std::string& argument) {
+    return argument == "-fuse-ld=gold" || argument == "-Wl,-fuse-ld=gold";
+  });
+  if (plan.final_step && plan.links && !gold) {
+    for (const auto& driver : args.values("depfile-driver")) {
+      if (runs(driver)) {
+        plan.depfile = hook::depfile_path(*build_dir, *target);
+        plan.command.push_back("-Wl,--dependency-file=" + plan.depfile);
+        break;
+      }
+    }
+  }
+  return plan;
+}
+
+int
+record_launch(const Args& args, const LaunchPlan& plan, Context& context)
+{
+  const std::string target = *args.value("target");
+  const bool required = args.flag("required");
+  std::string build_id;
+  std::vector<std::string> file_errors;
+  Expected<size_t> outcome = Error{};
+  try {
+    outcome = record_step(args, plan, context, build_id, file_errors);
+  } catch (const std::exception& error) {
+    outcome = Error{std::string("internal error: ") + error.what()};
+  }
+  if (!plan.depfile.empty()) {
+    ::remove(plan.depfile.c_str()); // a directory too, should the linker have left one
+  }
+  if (!outcome && required) {
+    for (const auto& message : file_errors) {
+      print_error(context, message);
+    }
+    print_error(context, target + ": " + outcome.error().message + " (FINGERPRINT_REQUIRED is ON)");
+    return k_exit_failure;
+  }
+  // A full disk or a lost store fails every hook of a build alike: the
+  // first says why, the rest are counted, and the next build's first hook
+  // gives the count (no hook knows it is the last). Where the count cannot
+  // be kept, every hook warns.
+  try {
+    auto noted = hook::note_unrecorded(absolute_path(*args.value("build-dir")), build_id, !outcome);
+    if (noted && noted->count > 1) {
+      print_warning(context,
+                    std::to_string(noted->count) + " targets of "
+                      + (noted->build.empty() ? "the last build" : "build " + noted->build)
+                      + " were not fingerprinted (FINGERPRINT_REQUIRED was OFF; the first one's warning said why)");
+    }
+    if (!outcome && (!noted || noted->first)) {
+      for (const auto& message : file_errors) {
+        print_warning(context, message);
+      }
+      print_warning(context,
+                    target + ": not fingerprinted: " + outcome.error().message
+                      + " (FINGERPRINT_REQUIRED is OFF, the build goes on; other targets of this build that cannot "
+                        "be fingerprinted are counted, not reported)");
+    }
+  } catch (const std::exception& error) {
+    print_warning(context, target + ": " + error.what());
+  }
+  return k_exit_ok;
+}
+
 extern const Command k_launch_command{
-  "launch",
-  "--project P --target T --output FILE --build-dir D [--type TYPE] [options] -- COMMAND...",
-  "run a link rule's command and record what it produced and consumed (the CMake module's hook)",
-  k_options,
-  run};
+  .name = "launch",
+  .synopsis = "--project P --target T --output FILE --build-dir D [--type TYPE] [options] -- COMMAND...",
+  .summary = "run a link rule's command and record what it produced and consumed (the CMake module's hook)",
+  .options = k_options,
+  .run = run};
 
 } // namespace fingerprint::cmd

@@ -70,6 +70,48 @@ is_make(const std::string& name)
   return name == "make" || name == "gmake";
 }
 
+// <build_dir>/CMakeFiles/fingerprint/<name>, opened and locked; without
+// `create`, a missing file yields an Fd that is not valid. The file is never
+// unlinked, so the lock always guards the file that path names.
+Expected<util::Fd>
+open_locked(const std::string& build_dir, const char* name, bool create)
+{
+  const std::string dir_path = build_dir + "/CMakeFiles/fingerprint";
+  const std::string path = dir_path + "/" + name;
+  auto dir = util::open_directory(dir_path, create);
+  if (!dir && !create) {
+    return util::Fd();
+  }
+  if (!dir) {
+    return dir.error();
+  }
+  util::Fd fd(::openat(dir->get(), name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0666));
+  if (!fd) {
+    if (errno == ENOENT && !create) {
+      return util::Fd();
+    }
+    return make_error(path, util::errno_text(errno));
+  }
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return make_error(path, "cannot lock: " + util::errno_text(errno));
+    }
+  }
+  return fd;
+}
+
+Expected<void>
+rewrite(int fd, const std::string& path, const std::string& text)
+{
+  if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
+    return make_error(path, util::errno_text(errno));
+  }
+  if (auto ok = util::write_all(fd, text); !ok) {
+    return make_error(path, ok.error().message);
+  }
+  return {};
+}
+
 } // namespace
 
 std::string
@@ -138,22 +180,12 @@ invocation_identity()
 Expected<std::string>
 build_id_from_invocation(const std::string& build_dir)
 {
-  const std::string dir_path = build_dir + "/CMakeFiles/fingerprint";
-  auto dir = util::open_directory(dir_path, true);
-  if (!dir) {
-    return dir.error();
-  }
-  const std::string path = dir_path + "/build-sequence";
-  util::Fd fd(::openat(dir->get(), "build-sequence", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666));
+  const std::string path = build_dir + "/CMakeFiles/fingerprint/build-sequence";
+  auto fd = open_locked(build_dir, "build-sequence", true);
   if (!fd) {
-    return make_error(path, util::errno_text(errno));
+    return fd.error();
   }
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      return make_error(path, "cannot lock: " + util::errno_text(errno));
-    }
-  }
-  auto text = util::read_all(fd.get());
+  auto text = util::read_all(fd->get());
   if (!text) {
     return make_error(path, text.error().message);
   }
@@ -173,15 +205,56 @@ build_id_from_invocation(const std::string& build_dir)
   const std::string invocation = invocation_identity();
   if (invocation != last_invocation || number == 0) {
     ++number;
-    const std::string updated = std::to_string(number) + " " + tag + " " + invocation + "\n";
-    if (::ftruncate(fd.get(), 0) != 0 || ::lseek(fd.get(), 0, SEEK_SET) != 0) {
-      return make_error(path, util::errno_text(errno));
-    }
-    if (auto ok = util::write_all(fd.get(), updated); !ok) {
-      return make_error(path, ok.error().message);
+    if (auto ok = rewrite(fd->get(), path, std::to_string(number) + " " + tag + " " + invocation + "\n"); !ok) {
+      return ok.error();
     }
   }
   return std::to_string(number) + "-" + tag;
+}
+
+Expected<Unrecorded>
+note_unrecorded(const std::string& build_dir, const std::string& build_id, bool failed)
+{
+  const std::string path = build_dir + "/CMakeFiles/fingerprint/unrecorded";
+  auto fd = open_locked(build_dir, "unrecorded", failed);
+  if (!fd) {
+    return fd.error();
+  }
+  if (!fd->valid()) {
+    return Unrecorded{};
+  }
+  auto text = util::read_all(fd->get());
+  if (!text) {
+    return make_error(path, text.error().message);
+  }
+  // "<invocation> <count> <build id>\n"; empty once reported.
+  std::istringstream fields(*text);
+  std::string last_invocation;
+  unsigned long long count = 0;
+  std::string build;
+  fields >> last_invocation >> count >> std::ws;
+  std::getline(fields, build);
+  Unrecorded result;
+  const std::string invocation = invocation_identity();
+  if (!last_invocation.empty() && last_invocation == invocation) {
+    result.first = count == 0;
+    if (!failed) {
+      return result;
+    }
+    ++count;
+  } else {
+    result.count = count;
+    result.build = build;
+    count = failed ? 1 : 0;
+    if (count == 0 && text->empty()) {
+      return result;
+    }
+  }
+  const std::string updated = count == 0 ? "" : invocation + " " + std::to_string(count) + " " + build_id + "\n";
+  if (auto ok = rewrite(fd->get(), path, updated); !ok) {
+    return ok.error();
+  }
+  return result;
 }
 
 } // namespace fingerprint::hook

@@ -2,6 +2,7 @@
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -122,6 +123,48 @@ trim(std::string_view text)
   return text;
 }
 
+// The dependency file's text. O_NONBLOCK: a FIFO left at the path would
+// otherwise block the open until some writer came.
+Expected<std::string>
+read_depfile(const std::string& path)
+{
+  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
+    return make_error(path, util::errno_text(errno));
+  }
+  struct stat st
+  {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return make_error(path, util::errno_text(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return make_error(path,
+                      S_ISDIR(st.st_mode)    ? "is a directory, not a regular file"
+                      : S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO)"
+                                             : "not a regular file");
+  }
+  auto text = util::read_all(fd.get());
+  if (!text) {
+    return make_error(path, text.error().message);
+  }
+  return text;
+}
+
+// A name as a warning can show it: a NUL byte would end the line early.
+std::string
+printable(std::string_view name)
+{
+  std::string result;
+  for (const char c : name) {
+    if (c == '\0') {
+      result += "\\0";
+    } else {
+      result += c;
+    }
+  }
+  return result;
+}
+
 } // namespace
 
 std::vector<std::string>
@@ -168,13 +211,19 @@ collect_link_inputs(const std::vector<std::string>& command,
                     const std::string& depfile,
                     const std::string& output,
                     const std::string& build_dir,
-                    bool is_link)
+                    bool is_link,
+                    const std::function<void(const std::string&)>& on_warning)
 {
   std::vector<std::string> candidates;
   std::string text;
-  if (!depfile.empty()) {
-    std::ifstream in(depfile, std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // No file is what a linker that ignores the option leaves: the link line
+  // is read then, as always. Anything else there is worth a word.
+  if (struct stat st{}; !depfile.empty() && ::lstat(depfile.c_str(), &st) == 0) {
+    if (auto read = read_depfile(depfile)) {
+      text = std::move(*read);
+    } else {
+      on_warning(read.error().message + " (the linker's dependency file; the link line's inputs are recorded instead)");
+    }
   }
   if (!text.empty()) {
     candidates = parse_depfile(text);
@@ -192,6 +241,10 @@ collect_link_inputs(const std::vector<std::string>& command,
   std::vector<std::string> inputs;
   std::set<std::string> seen{output};
   for (const auto& candidate : candidates) {
+    if (candidate.find('\0') != std::string::npos) {
+      on_warning(depfile + ": an input's name holds a NUL byte, skipped: " + printable(candidate));
+      continue;
+    }
     std::string path = util::absolute_path(candidate);
     if (is_object_file(path) && path.starts_with(build_prefix)) {
       continue;
@@ -223,7 +276,11 @@ load_target_settings(const std::string& dir, const std::string& target, const st
     std::string source_dir;
     std::string binary_dir;
     std::string line;
-    while (std::getline(in, line)) {
+    for (size_t number = 1; std::getline(in, line); ++number) {
+      if (line.find('\0') != std::string::npos) {
+        // No path holds one; a message quoting it would end at it.
+        return make_error(entry.path().string() + ":" + std::to_string(number), "a NUL byte: not a settings file");
+      }
       if (line.starts_with("output=")) {
         file_output = line.substr(7);
       } else if (line.starts_with("source_dir=")) {

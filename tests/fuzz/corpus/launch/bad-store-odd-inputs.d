@@ -1,0 +1,3 @@
+app: /dev/null \
+ /nonexistent.a \
+ .
