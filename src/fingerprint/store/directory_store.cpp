@@ -310,8 +310,9 @@ DirectoryStore::list_logs() const
     return logs;
   }
   auto ok = walk_logs(m_root, m_root_fd.get(), layout::WalkScope::logs, [&](const layout::Entry& entry) {
-    // A stray named like a log is listed too: reading it says what is wrong.
-    if (entry.kind == layout::Entry::Kind::artifact_log || (entry.log_name && !entry.key.hex.empty())) {
+    // A stray named like a log (this walk holds only objects/) is listed
+    // too: reading it says what is wrong.
+    if (entry.kind == layout::Entry::Kind::artifact_log || entry.log_name) {
       logs.push_back(entry.key);
     }
   });
@@ -330,7 +331,7 @@ DirectoryStore::list_builds() const
     return builds;
   }
   auto ok = walk_logs(m_root, m_root_fd.get(), layout::WalkScope::builds, [&](const layout::Entry& entry) {
-    if (entry.kind == layout::Entry::Kind::build_index || (entry.log_name && entry.key.hex.empty())) {
+    if (entry.kind == layout::Entry::Kind::build_index || entry.log_name) {
       builds.push_back(entry.build);
     }
   });
