@@ -227,6 +227,9 @@ note_unrecorded(const std::string& build_dir, const std::string& build_id, bool 
   if (!text) {
     return make_error(path, text.error().message);
   }
+  if (!failed && text->empty()) {
+    return Unrecorded{}; // nothing counted: spare a hook that recorded the walk up the process tree
+  }
   // "<invocation> <count> <build id>\n"; empty once reported.
   std::istringstream fields(*text);
   std::string last_invocation;
@@ -246,9 +249,6 @@ note_unrecorded(const std::string& build_dir, const std::string& build_id, bool 
     result.count = count;
     result.build = build;
     count = failed ? 1 : 0;
-    if (count == 0 && text->empty()) {
-      return result;
-    }
   }
   const std::string updated = count == 0 ? "" : invocation + " " + std::to_string(count) + " " + build_id + "\n";
   if (auto ok = rewrite(fd->get(), path, updated); !ok) {
