@@ -93,4 +93,73 @@ expect_json "$T/out" "len(d) == 5" "today's builds stay (apps 1, 4, 5; core 1; r
 run "$FP" --store S fsck
 expect_rc 0 "fsck after every gc finds nothing wrong"
 
+# A clock that was ahead (issue 13, item 7): build 2 of a tree is recorded a
+# year in the future. The tree's sequence wins: --keep-builds 1 keeps build
+# 3, the real newest, and --older-than collects build 2 once the builds
+# after it are old enough. Ids of another form keep going by time. gc says
+# which time it did not trust.
+at() { date -u -d "$1" +%Y-%m-%dT%H:%M:%S.000Z; }
+# plant STORE PROJECT BUILD N TIME: build BUILD of PROJECT produced artifact N at TIME.
+plant() {
+  local hex line
+  hex=$(printf '%064x' "$4")
+  line=$(printf '{"v":1,"event":"produced","digest":"sha256:%s","size":1,"path":"/t/a%s","project":"%s","version":"","target":"t","build":"%s","build_dir":"/t","host":"h","time":"%s"}' \
+    "$hex" "$4" "$2" "$3" "$5")
+  mkdir -p "$1/objects/sha256/${hex:0:2}" "$1/builds/$2"
+  printf '%s\n' "$line" >>"$1/objects/sha256/${hex:0:2}/$hex.jsonl"
+  printf '%s\n' "$line" >>"$1/builds/$2/$3.jsonl"
+}
+printf 'seed\n' >seed
+run "$FP" --store K record --project seed --target seed --build-id seed --produced seed
+expect_rc 0 "a store for the skewed builds"
+plant K tree 1-0badc0de 1 "$(at '-30 days')"
+plant K tree 2-0badc0de 2 "$(at '+365 days')"
+plant K tree 3-0badc0de 3 "$(at '-20 days')"
+plant K plain hand-a 4 "$(at '+365 days')"
+plant K plain hand-b 5 "$(at '-1 day')"
+cp -a K K2
+run "$FP" --store K fsck --json
+expect_rc 0 "fsck of the skewed store: a warning is not a problem"
+expect_json_each "$T/out" <<'EOF2'
+fsck warns about build 2 of the tree, in the future :: any('tree 2-0badc0de is recorded at' in w and 'in the future' in w for w in d['warnings'])
+and about the hand-named build in the future :: any('plain hand-a' in w for w in d['warnings'])
+about nothing else :: len(d['warnings']) == 2
+EOF2
+
+run "$FP" --store K2 gc --keep-builds 1 --json
+expect_rc 0 "gc --keep-builds 1 with a build in the future"
+expect_json_each "$T/out" <<'EOF2'
+builds 1 and 2 of the tree go, and plain's older one :: d['targets_dropped'] == 3
+the corrected time is reported :: [(c['build'], c['later_build']) for c in d['times_corrected']] == [('2-0badc0de', '3-0badc0de')]
+EOF2
+expect_in err "build 2-0badc0de of tree is recorded at" "gc says which build's time it did not trust"
+expect_in err "taken as of" "and which time it went by"
+run "$FP" --store K2 builds --json
+expect_json "$T/out" "sorted((b['project'], b['build']) for b in d) == [('plain', 'hand-a'), ('seed', 'seed'), ('tree', '3-0badc0de')]" \
+  "the tree keeps build 3, its newest by sequence; ids of another form keep the newest by time"
+
+plant K tree 4-0badc0de 6 "$(at '-1 day')"
+run "$FP" --store K gc --older-than 15d --json
+expect_rc 0 "gc --older-than 15d with a build in the future"
+expect_json "$T/out" "d['targets_dropped'] == 3" "builds 1, 2 and 3 of the tree go"
+run "$FP" --store K builds --json
+expect_json "$T/out" "sorted((b['project'], b['build']) for b in d) == [('plain', 'hand-a'), ('plain', 'hand-b'), ('seed', 'seed'), ('tree', '4-0badc0de')]" \
+  "build 2 is collected with the old builds after it; build 4 and the other ids stay"
+run "$FP" --store K fsck
+expect_rc 0 "fsck after gc of the skewed builds finds nothing wrong"
+
+# A later build whose clock was behind (a machine that booted at 1970) does
+# not drag the builds before it back in time: only a time in the future is
+# lowered.
+run "$FP" --store L record --project seed --target seed --build-id seed --produced seed
+plant L tree 1-0badcafe 1 "$(at '-2 days')"
+plant L tree 2-0badcafe 2 "$(at '-1 day')"
+plant L tree 3-0badcafe 3 "1970-01-02T00:00:00.000Z"
+run "$FP" --store L gc --older-than 15d --json
+expect_rc 0 "gc --older-than 15d with a later build from a clock that was behind"
+expect_json "$T/out" "d['times_corrected'] == []" "no time is corrected for a clock that was behind"
+run "$FP" --store L builds --json
+expect_json "$T/out" "[b['build'] for b in d if b['project'] == 'tree'] == ['1-0badcafe', '2-0badcafe']" \
+  "builds 1 and 2 stay; only build 3, recorded as of 1970, goes"
+
 finish

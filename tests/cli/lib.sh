@@ -28,6 +28,8 @@ FP=$(realpath "$FP")
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-cli-$TEST_NAME.XXXXXX")
 export FINGERPRINT_CACHE_DIR=$T/cache
+# What hooks spool while a database is out of reach: never the user's own.
+export FINGERPRINT_SPOOL_DIR=$T/spool
 unset FINGERPRINT_DIR FINGERPRINT_BUILD_ID
 cd "$T"
 

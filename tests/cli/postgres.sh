@@ -490,7 +490,7 @@ expect_json "$T/out" "len(d['chain']) == 1" "why: the last product of a writer c
 closed=$(checks_py free-port)
 DOWN="postgresql://u:secret@127.0.0.1:$closed/db"
 printf 'down\n' >down.bin
-for cmd in "show --json sha256:$lib" "record --project p --target t --build-id 1 --produced down.bin" \
+for cmd in "show --json sha256:$lib" "record --required --project p --target t --build-id 1 --produced down.bin" \
   "builds --json" "fsck" "consumers --transitive sha256:$lib" "graph --format dot"; do
   start=$(now_ms)
   # shellcheck disable=SC2086 # the command's words
@@ -509,6 +509,12 @@ expect_not_in both "secret" "server down through FINGERPRINT_DIR: the password i
 run "$FP" migrate --from "$DIR" --to "$DOWN"
 expect_rc 1 "migrate to a server that is down"
 expect_not_in both "secret" "migrate: the password is not shown"
+# Without --required the events wait in the spool (tests/pg/outage.sh delivers them).
+run "$FP" --store "$DOWN" record --project p --target t --build-id 2 --produced down.bin
+expect_rc 0 "server down: record without --required spools the events"
+expect_in err "spooled to $T/spool/" "and says where"
+expect_not_in both "secret" "record, spooling: the password is not shown"
+expect_eq "$(grep -rlF secret "$T/spool" | wc -l)" 0 "the spool holds no password"
 
 # A listener that accepts and never answers.
 # Run directly (not through a shell function, so that $! is python's own
@@ -528,7 +534,7 @@ expect_not_in both "secret" "and not the password"
 expect_lt 1500 "$elapsed" "it waited for the timeout"
 expect_lt "$elapsed" 15000 "and not much longer"
 start=$(now_ms)
-RUN_TIMEOUT=60 run "$FP" --store "postgresql://u:secret@127.0.0.1:$silent/db" record --project p --target t --build-id 1 --produced down.bin
+RUN_TIMEOUT=60 run "$FP" --store "postgresql://u:secret@127.0.0.1:$silent/db" record --required --project p --target t --build-id 1 --produced down.bin
 elapsed=$(($(now_ms) - start))
 expect_rc 1 "a server that never answers, no connect_timeout in the URL"
 expect_match err 'time.?out|timed out' "the error names the timeout"
@@ -546,7 +552,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 start=$(now_ms)
-RUN_TIMEOUT=40 run "$FP" --store "$C" record --project p --target locked --build-id 1 --produced down.bin
+RUN_TIMEOUT=40 run "$FP" --store "$C" record --required --project p --target locked --build-id 1 --produced down.bin
 elapsed=$(($(now_ms) - start))
 expect_rc 1 "record against a locked table fails"
 expect_in err "lock timeout" "and says it waited for a lock"
@@ -555,14 +561,15 @@ expect_lt "$elapsed" 25000 "not after the statement timeout or later"
 sql "$SERVER" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${C##*/}' AND query LIKE '%pg_sleep%'" >/dev/null
 wait "$locker" 2>/dev/null || true # psql exits non-zero: its backend was terminated
 
-# launch: the build step's command runs either way; recording fails.
+# launch: the build step's command runs either way; without --required the
+# events are spooled, with it recording fails.
 mkdir -p lb
 printf 'object\n' >lb/in.o
 run env FINGERPRINT_BUILD_ID=1 "$FP" --store "$DOWN" launch --project p --target exe --output "$T/lb/exe" \
   --build-dir "$T/lb" --type EXECUTABLE -- cp "$T/lb/in.o" "$T/lb/exe"
 expect_rc 0 "launch without --required: the step goes on"
 expect_file lb/exe "the step's command ran"
-expect_in err "not fingerprinted" "and warns"
+expect_in err "spooled to $T/spool/" "and warns that it spooled"
 expect_not_in both "secret" "launch: the password is not shown"
 rm -f lb/exe
 run env FINGERPRINT_BUILD_ID=1 "$FP" --store "$DOWN" launch --project p --target exe --output "$T/lb/exe" \
@@ -640,6 +647,29 @@ expect_rc 1 "schema 999: migrate refuses"
 expect_in err "999" "schema 999: migrate names the version"
 expect_eq "$(rows "$F")" "$before" "schema 999: no row was added"
 expect_eq "$(sql "$F" "SELECT version FROM fingerprint_schema")" 999 "schema 999: the version was left alone"
+
+# The record calls' ids (fingerprint_calls) raise no schema version, which
+# would lock out every older runner during a rolling upgrade: the table is
+# made by the first call that misses it; ids older than 30 days are
+# forgotten by the calls after.
+H=$(new_db calls)
+run "$FP" --store "$H" record --project p --target t --build-id 1 --produced bad1
+expect_rc 0 "calls: a first record"
+expect_eq "$(sql "$H" "SELECT max(version) FROM fingerprint_schema")" 1 "calls: the schema stays at version 1"
+expect_eq "$(sql "$H" "SELECT count(*) FROM fingerprint_calls")" 1 "calls: the call's id is stored"
+sql "$H" "DROP TABLE fingerprint_calls"
+run "$FP" --store "$H" record --project p --target t --build-id 2 --produced bad1
+expect_rc 0 "calls: a record into a database without fingerprint_calls (made by an older runner)"
+expect_eq "$(sql "$H" "SELECT count(*) FROM fingerprint_calls")" 1 "calls: the table is made again, holding the call's id"
+expect_eq "$(sql "$H" "SELECT count(*) FROM fingerprint_events WHERE build = '2'")" 1 "calls: and the call's event is stored"
+P=$(new_db prune)
+run "$FP" --store "$P" record --project p --target t --build-id 1 --produced bad1
+expect_rc 0 "calls: a first record into another database"
+sql "$P" "INSERT INTO fingerprint_calls VALUES ('old', now() - interval '31 days'), ('recent', now() - interval '29 days')"
+run "$FP" --store "$P" record --project p --target t --build-id 2 --produced bad1
+expect_rc 0 "calls: a record with an id 31 days old in the table"
+expect_eq "$(sql "$P" "SELECT string_agg(id, ',') FROM fingerprint_calls WHERE id IN ('old', 'recent')")" recent \
+  "calls: the id older than 30 days is forgotten, the younger one kept"
 
 # ---------------------------------------------------------------------------
 # f. A database never written to reads as an empty store, like a directory

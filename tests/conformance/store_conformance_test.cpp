@@ -373,6 +373,68 @@ TEST_P(StoreConformance, TheRawLogIsOneSerializedLinePerEventInOrder)
   EXPECT_EQ(*absent, "");
 }
 
+// A name is bytes: one that is not UTF-8 (a Latin-1 build tree, a stray
+// 0xFF) reads back exactly from every call, while the stored line, which is
+// UTF-8 JSON, spells it with U+FFFD in "path" and exactly in "path_bytes".
+TEST_P(StoreConformance, PathsThatAreNotUtf8ReadBackByteForByte)
+{
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  const auto a = key_of('a'), b = key_of('b'), e = key_of('e');
+  auto made = produced(a, "lib", "1");
+  made.path = "/build/tr\xe9"
+              "e/lib\xff.a";
+  made.build_dir = "/build/tr\xe9"
+                   "e";
+  auto used = consumed(a, b, "app", "2");
+  used.path = made.path;
+  used.build_dir = "/build/app\xfe";
+  auto install = installed(e, a, "lib", "1-install");
+  install.path = "/usr/lib/lib\xff.a";
+  install.build_dir = made.build_dir;
+  ASSERT_TRUE(store->append({made}));
+  ASSERT_TRUE(store->append({used}));
+  ASSERT_TRUE(store->append({install}));
+  ASSERT_TRUE(store->append_link(a, install));
+
+  auto log = store->read_log(a);
+  ASSERT_TRUE(log) << log.error().message;
+  EXPECT_EQ(log->events, (std::vector<Event>{made, used, install}));
+  EXPECT_TRUE(log->problems.empty()) << log->problems.front().message;
+  auto lib_1 = store->read_build({"lib", "1"});
+  ASSERT_TRUE(lib_1) << lib_1.error().message;
+  EXPECT_EQ(lib_1->events, (std::vector<Event>{made}));
+  auto app_2 = store->read_build({"app", "2"});
+  ASSERT_TRUE(app_2) << app_2.error().message;
+  EXPECT_EQ(app_2->events, (std::vector<Event>{used}));
+  std::vector<LogProblem> problems;
+  auto hits = store->find_consumers(a, false, problems);
+  ASSERT_TRUE(hits) << hits.error().message;
+  EXPECT_EQ(hits_of(*hits), (std::vector<std::pair<Event, int>>{{used, 1}}));
+
+  auto raw = store->read_raw_log(a);
+  ASSERT_TRUE(raw) << raw.error().message;
+  EXPECT_EQ(*raw, serialize(made) + "\n" + serialize(used) + "\n" + serialize(install) + "\n");
+  EXPECT_NE(raw->find(R"("path":"/build/tr)"
+                      "\xef\xbf\xbd"
+                      R"(e/lib)"
+                      "\xef\xbf\xbd"
+                      R"(.a","path_bytes":"/build/tr%E9e/lib%FF.a",)"),
+            std::string::npos)
+    << *raw;
+  EXPECT_NE(raw->find(R"("build_dir":"/build/app)"
+                      "\xef\xbf\xbd"
+                      R"(","build_dir_bytes":"/build/app%FE",)"),
+            std::string::npos)
+    << *raw;
+
+  FsckOptions options;
+  auto report = store->fsck(options);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->events, 3u + 1u + 1u + 1u + 1u) << "logs a (3) and e (1); indexes lib/1, app/2, lib/1-install";
+  EXPECT_TRUE(report->findings.empty()) << report->findings.front().file << ": " << report->findings.front().problem;
+}
+
 TEST_P(StoreConformance, AnInstalledCopyIsLinkedIntoTheOriginsLogButNotIntoABuildIndex)
 {
   const auto store = open(Access::write);

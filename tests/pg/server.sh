@@ -4,6 +4,8 @@
 #
 #   tests/pg/server.sh start STATE_DIR   # a fresh cluster on a free port
 #   tests/pg/server.sh stop STATE_DIR    # stops it and deletes its data
+#   tests/pg/server.sh pause STATE_DIR   # stops it, keeping its data (an outage)
+#   tests/pg/server.sh resume STATE_DIR  # starts it again on the same port, same data
 #
 # `start` writes into STATE_DIR: `url` (postgresql://postgres@127.0.0.1:PORT/postgres,
 # one line), `port`, `datadir` (the cluster) and `log` (the path of the
@@ -21,7 +23,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $0 start|stop STATE_DIR" >&2
+  echo "usage: $0 start|stop|pause|resume STATE_DIR" >&2
   exit 2
 }
 
@@ -105,6 +107,41 @@ stop_server() {
   rm -f "$state/url" "$state/port" "$state/datadir" "$state/log"
 }
 
+# pg_start BINDIR DATADIR LOG PORT TMP: the server, listening on loopback only.
+pg_start() {
+  as_server "$1/pg_ctl" start -D "$2" -l "$3" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $4 -c unix_socket_directories=$5 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+    >/dev/null 2>"$5/pg_ctl.err"
+}
+
+# An outage: the server goes away (a fast shutdown, as `systemctl stop`
+# does), its data stays, and `resume` brings it back on the same port, so
+# the same URL reaches it again.
+pause_server() {
+  local datadir bindir
+  datadir=$(state_file datadir || true)
+  [[ -n $datadir && -d $datadir ]] || die "no PostgreSQL server recorded in $state: nothing to pause"
+  bindir=$(find_bindir)
+  say "pausing the PostgreSQL server in $datadir (its data stays)"
+  as_server "$bindir/pg_ctl" stop -D "$datadir" -m fast -w -t 60 >/dev/null
+}
+
+resume_server() {
+  local datadir bindir port log
+  datadir=$(state_file datadir || true)
+  port=$(state_file port || true)
+  log=$(state_file log || true)
+  [[ -n $datadir && -d $datadir && -n $port ]] || die "no paused PostgreSQL server recorded in $state: nothing to resume"
+  bindir=$(find_bindir)
+  say "resuming the PostgreSQL server in $datadir on 127.0.0.1:$port"
+  if ! pg_start "$bindir" "$datadir" "$log" "$port" "$(dirname "$datadir")"; then
+    cat "$(dirname "$datadir")/pg_ctl.err" >&2
+    tail -20 "$log" >&2 || true
+    die "the PostgreSQL server did not start again on port $port (the end of $log is above)"
+  fi
+  "$bindir/pg_isready" -q -h 127.0.0.1 -p "$port" -t 10 || die "the PostgreSQL server does not answer on 127.0.0.1:$port"
+}
+
 start_server() {
   local bindir tmp datadir log port attempt
   bindir=$(find_bindir)
@@ -141,9 +178,7 @@ start_server() {
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
     say "starting it on 127.0.0.1:$port (log: $log)"
-    if as_server "$bindir/pg_ctl" start -D "$datadir" -l "$log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-      >/dev/null 2>"$tmp/pg_ctl.err"; then
+    if pg_start "$bindir" "$datadir" "$log" "$port" "$tmp"; then
       break
     fi
     if ((attempt < 5)) && grep -qE 'could not bind|Address already in use' "$log"; then
@@ -168,5 +203,7 @@ state=$2
 case $1 in
   start) start_server ;;
   stop) stop_server ;;
+  pause) pause_server ;;
+  resume) resume_server ;;
   *) usage ;;
 esac

@@ -3,6 +3,7 @@
 
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/table.hpp>
 
 #include <map>
@@ -69,7 +70,7 @@ summary_json(const BuildSummary& summary)
   nlohmann::ordered_json object;
   object["project"] = summary.ref.project;
   object["build"] = summary.ref.build;
-  object["build_dir"] = summary.build_dir;
+  put_path(object, "build_dir", summary.build_dir);
   object["host"] = summary.host;
   object["time"] = summary.first_time;
   object["last_time"] = summary.last_time;
@@ -95,6 +96,15 @@ run_builds(const Args& args, Context& context, Prepared& prepared)
     return k_exit_failure;
   }
   report_problems(context, prepared.store->location(), problems);
+  // Builds whose events wait in this machine's journal are not listed yet:
+  // say so, on standard error (the output is the store's, alike on both).
+  if (store::is_database_url(prepared.store->location())) {
+    if (auto spool = store::Spool::for_database(prepared.store->location()); spool && spool->has_waiting()) {
+      if (const auto waiting = spool->contents(); waiting.calls > 0) {
+        print_warning(context, store::Spool::waiting_note(waiting, *spool));
+      }
+    }
+  }
   // Oldest first, like a log: the newest build is the last line.
   std::stable_sort(summaries.begin(), summaries.end(), [](const BuildSummary& a, const BuildSummary& b) {
     return a.first_time < b.first_time;
@@ -121,7 +131,7 @@ run_builds(const Args& args, Context& context, Prepared& prepared)
                     summary.host,
                     std::to_string(summary.produced.size()),
                     std::to_string(summary.consumed.size()),
-                    summary.build_dir});
+                    display_path(summary.build_dir)});
   }
   write_out(context, util::format_table(rows));
   return k_exit_ok;
@@ -162,8 +172,8 @@ run_build(const Args& args, Context& context, Prepared& prepared)
     write_out(context, dump_json(object));
     return k_exit_ok;
   }
-  std::string text = "build " + ref.build + " of " + ref.project + " in " + summary.build_dir + " on " + summary.host
-                     + ", " + human_time(summary.first_time) + "\n";
+  std::string text = "build " + ref.build + " of " + ref.project + " in " + display_path(summary.build_dir) + " on "
+                     + summary.host + ", " + human_time(summary.first_time) + "\n";
   auto section = [&](store::EventKind kind, std::string_view title, bool with_product) {
     std::vector<std::vector<std::string>> rows;
     rows.push_back({"TARGET", "DIGEST", "PATH"});
@@ -173,7 +183,7 @@ run_build(const Args& args, Context& context, Prepared& prepared)
     std::map<std::string, std::string> product_paths;
     for (const auto& event : summary.events) {
       if (event.event == store::EventKind::produced) {
-        product_paths[event.digest] = base_name(event.path);
+        product_paths[event.digest] = display_path(base_name(event.path));
       }
     }
     for (const auto& event : summary.events) {
@@ -181,7 +191,7 @@ run_build(const Args& args, Context& context, Prepared& prepared)
         continue;
       }
       // A human reads the first 12 hex digits; --json has them all.
-      rows.push_back({event.target, event.digest.substr(0, 19), event.path});
+      rows.push_back({event.target, event.digest.substr(0, 19), display_path(event.path)});
       if (with_product) {
         auto product = product_paths.find(event.product);
         rows.back().push_back(product != product_paths.end() ? product->second : event.product.substr(0, 19));

@@ -99,5 +99,6 @@ extern const Command k_why_command;
 extern const Command k_export_command;
 extern const Command k_gc_command;
 extern const Command k_migrate_command;
+extern const Command k_sync_command;
 
 } // namespace fingerprint::cmd

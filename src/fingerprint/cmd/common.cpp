@@ -109,6 +109,21 @@ event_json(const store::Event& event)
 }
 
 std::string
+display_path(std::string_view path)
+{
+  return store::lossy_text(path);
+}
+
+void
+put_path(nlohmann::ordered_json& object, const std::string& name, const std::string& path)
+{
+  object[name] = store::lossy_text(path);
+  if (!store::is_utf8(path)) {
+    object[name + "_bytes"] = store::escape_bytes(path);
+  }
+}
+
+std::string
 human_time(const std::string& rfc3339)
 {
   const int64_t then = util::parse_rfc3339(rfc3339);

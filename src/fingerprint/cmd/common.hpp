@@ -59,7 +59,16 @@ using util::absolute_path;
 using util::base_name;
 
 // An event as the JSON object `show --json` prints (README, "The command line"), all its fields.
+// A path that is not UTF-8 is in "path" with U+FFFD and exactly in "path_bytes" (escaped), as on disk.
 nlohmann::ordered_json event_json(const store::Event& event);
+
+// A path for people: with U+FFFD where its bytes are not UTF-8, as a line's
+// "path" spells it. What is opened and compared is always the exact path.
+std::string display_path(std::string_view path);
+
+// Sets `object[name]` to `path` as event_json() would: the text, plus
+// `<name>_bytes` (store::escape_bytes) when the path is not UTF-8.
+void put_path(nlohmann::ordered_json& object, const std::string& name, const std::string& path);
 
 // `value` as indented JSON text. Bytes that are not UTF-8 (a file name in
 // another encoding, a damaged log quoted in an error) become U+FFFD rather

@@ -25,7 +25,7 @@ product_name(const store::Store& store, const std::string& product, std::map<std
   std::string name = product;
   if (auto key = store::parse_digest_key(product)) {
     if (auto record = store::load_record(store, *key); record && !record->producers.empty()) {
-      name = record->producers.front().path;
+      name = display_path(record->producers.front().path);
     }
   }
   memo.emplace(product, name);

@@ -40,7 +40,7 @@ digest_set(const std::string& digest)
 nlohmann::ordered_json
 resource(const store::Event& event)
 {
-  return {{"name", event.path}, {"digest", digest_set(event.digest)}};
+  return {{"name", display_path(event.path)}, {"digest", digest_set(event.digest)}};
 }
 
 nlohmann::ordered_json
@@ -62,7 +62,7 @@ statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
     }
     finished = std::max(finished, event.time);
     host = event.host;
-    build_dir = event.build_dir;
+    build_dir = display_path(event.build_dir);
     version = event.version;
     targets.insert(event.target);
     if (event.event == store::EventKind::produced && seen_subjects.insert(event.digest + event.path).second) {

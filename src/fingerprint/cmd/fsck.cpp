@@ -1,5 +1,6 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <unistd.h>
@@ -32,7 +33,17 @@ run(const Args& args, Context& context, Prepared& prepared)
   for (const auto& finding : report->findings) {
     torn += finding.kind == store::FsckKind::torn_line ? 1 : 0;
   }
-  const bool healthy = report->repaired == report->findings.size();
+  // A database's journal on this machine: what hooks spooled while it was
+  // out of reach, not in the store yet.
+  std::optional<store::Spool> spool;
+  store::SpoolContents waiting;
+  if (store::is_database_url(prepared.store->location())) {
+    if (auto found = store::Spool::for_database(prepared.store->location())) {
+      spool = std::move(*found);
+      waiting = spool->contents();
+    }
+  }
+  const bool healthy = report->repaired == report->findings.size() && waiting.problems.empty();
   if (args.flag("json")) {
     nlohmann::ordered_json out;
     out["store"] = prepared.store->location();
@@ -51,10 +62,17 @@ run(const Args& args, Context& context, Prepared& prepared)
       }
       out["problems"].push_back(std::move(problem));
     }
+    out["warnings"] = report->warnings;
     out["repaired"] = report->repaired;
     out["events_restored"] = report->events_restored;
     if (!report->quarantine.empty()) {
       out["quarantine"] = report->quarantine;
+    }
+    if (waiting.calls > 0 || !waiting.problems.empty()) {
+      out["spool"] = {{"directory", spool->directory()},
+                      {"calls", waiting.calls},
+                      {"events", waiting.events},
+                      {"problems", waiting.problems}};
     }
     write_out(context, dump_json(out));
     return healthy ? k_exit_ok : k_exit_failure;
@@ -69,6 +87,9 @@ run(const Args& args, Context& context, Prepared& prepared)
     if (!finding.repair.empty()) {
       text += "  repaired: " + finding.repair + "\n";
     }
+  }
+  for (const auto& warning : report->warnings) {
+    text += "warning: " + prepared.store->location() + "/" + warning + "\n";
   }
   text += "fsck: " + std::to_string(report->logs) + " artifact logs, " + std::to_string(report->build_indexes)
           + " build indexes, " + std::to_string(report->events) + " events; ";
@@ -88,6 +109,12 @@ run(const Args& args, Context& context, Prepared& prepared)
       text += "; run fingerprint fsck --repair to move them to quarantine/ and rebuild the logs";
     }
     text += "\n";
+  }
+  for (const auto& problem : waiting.problems) {
+    text += problem + "\n";
+  }
+  if (waiting.calls > 0) {
+    text += "fsck: " + store::Spool::waiting_note(waiting, *spool) + "\n";
   }
   write_out(context, text);
   return healthy ? k_exit_ok : k_exit_failure;

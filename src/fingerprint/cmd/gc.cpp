@@ -14,7 +14,10 @@ constexpr OptionSpec k_options[] = {
   {"dry-run", OptionKind::flag, {}, "say what would go, change nothing"},
   {"missing-build-dirs", OptionKind::flag, {}, "drop builds on this host whose build tree no longer exists"},
   {"older-than", OptionKind::value, "AGE", "drop builds older than AGE: 90d, 12h, 30m, 2w, 3600s"},
-  {"keep-builds", OptionKind::value, "N", "keep only the N newest builds of each project and target"},
+  {"keep-builds",
+   OptionKind::value,
+   "N",
+   "keep only the N newest builds of each project and target (by sequence within a build tree)"},
   {"json", OptionKind::flag, {}, "print the summary as JSON"},
 };
 
@@ -110,6 +113,20 @@ run(const Args& args, Context& context, Prepared& prepared)
     return k_exit_failure;
   }
   report_problems(context, prepared.store->location(), plan->problems);
+  // A clock that was ahead: said, since it changes what goes.
+  constexpr size_t k_shown = 10;
+  for (size_t i = 0; i < plan->corrections.size() && i < k_shown; ++i) {
+    const auto& fix = plan->corrections[i];
+    print_warning(context,
+                  "gc: build " + fix.build + " of " + fix.project + " is recorded at " + fix.recorded
+                    + ", after the later build " + fix.later_build + " of its build tree: taken as of " + fix.taken
+                    + " (a clock was ahead)");
+  }
+  if (plan->corrections.size() > k_shown) {
+    print_warning(context,
+                  "gc: " + std::to_string(plan->corrections.size() - k_shown)
+                    + " more builds recorded after later builds of their tree: taken as of those");
+  }
   store::GcResult result;
   {
     Progress progress(context.err, "gc", dry_run ? "artifact logs looked at" : "artifact logs rewritten");
@@ -133,6 +150,14 @@ run(const Args& args, Context& context, Prepared& prepared)
     out["build_indexes_rewritten"] = result.indexes.rewritten;
     out["build_indexes_removed"] = result.indexes.removed;
     out["errors"] = result.failures;
+    auto& corrections = out["times_corrected"] = nlohmann::ordered_json::array();
+    for (const auto& fix : plan->corrections) {
+      corrections.push_back({{"project", fix.project},
+                             {"build", fix.build},
+                             {"recorded", fix.recorded},
+                             {"taken", fix.taken},
+                             {"later_build", fix.later_build}});
+    }
     write_out(context, dump_json(out));
   } else {
     const std::string verb = dry_run ? "would drop " : "dropped ";

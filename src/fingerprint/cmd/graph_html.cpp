@@ -203,7 +203,7 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
   for (const store::Event* event : events) {
     auto [it, inserted] = artifacts.try_emplace(event->digest);
     if (inserted) {
-      it->second = {base_name(event->path), event->path, event->size, {}, {}};
+      it->second = {display_path(base_name(event->path)), display_path(event->path), event->size, {}, {}};
     }
     const std::string who = event->project + "/" + event->target;
     (event->event == store::EventKind::consumed ? it->second.consumers : it->second.producers).insert(who);

@@ -122,7 +122,9 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
       continue; // installed unchanged: the producer event already says it all
     }
     if (auto ok = store->append_link(*store::parse_digest_key(event.from), event, &warnings); !ok) {
-      return ok.error();
+      return Error{ok.error().message + "; the installed copies were recorded, but the link of " + event.path
+                   + " in the log of the file it came from was not (fingerprint fsck reports it, and "
+                     "fsck --repair completes it)"};
     }
   }
   return events.size();

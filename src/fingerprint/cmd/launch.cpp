@@ -59,6 +59,7 @@ record_step(const Args& args,
   request.target = target;
   request.build_dir = absolute_build_dir;
   request.algorithm = plan.algorithm;
+  request.spool = !args.flag("required");
   request.produced = {absolute_output};
   for (const auto& path : settings.produces) {
     request.produced.push_back(absolute_path(path));
@@ -94,6 +95,11 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   if (!plan) {
     print_error(context, "launch: " + plan.error().message);
     return k_exit_usage;
+  }
+  if (plan->final_step) {
+    // Before the link: a build tool killed during it leaves an orphan
+    // that can no longer tell which invocation it belongs to.
+    hook::claim_build_id(absolute_path(*args.value("build-dir")));
   }
   auto status = util::run_program(plan->command);
   if (!status) {

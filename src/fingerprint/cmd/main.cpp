@@ -39,6 +39,7 @@ table()
                                            &k_fsck_command,
                                            &k_export_command,
                                            &k_migrate_command,
+                                           &k_sync_command,
                                            &k_check_command,
                                            &k_launch_command,
                                            &k_installed_command};

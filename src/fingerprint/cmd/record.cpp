@@ -18,6 +18,7 @@ constexpr OptionSpec k_options[] = {
   {"produced", OptionKind::values, "FILE", "what the target produced; at least one"},
   {"consumed", OptionKind::values, "FILE", "what the target read to produce it"},
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
+  {"required", OptionKind::flag, {}, "fail when a database is out of reach (else spool the events and warn)"},
 };
 
 // Paths once each, first occurrence first.
@@ -81,6 +82,7 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   request.produced = produced;
   request.consumed = consumed;
   request.algorithm = *algorithm;
+  request.spool = !args.flag("required");
   auto recorded = hook::record(
     request,
     [&](const Error& error) { print_error(context, error.message); },

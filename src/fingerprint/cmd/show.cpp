@@ -19,7 +19,7 @@ event_row(const store::Event& event)
   if (!event.version.empty()) {
     what += " " + event.version;
   }
-  return {what, event.target, event.build, event.host, human_time(event.time), event.build_dir};
+  return {what, event.target, event.build, event.host, human_time(event.time), display_path(event.build_dir)};
 }
 
 std::string
@@ -27,7 +27,7 @@ human(const store::ArtifactRecord& record)
 {
   std::string text = record.key.str() + "  " + std::to_string(record.size) + " bytes\n\nnames:\n";
   for (const auto& name : record.names) {
-    text += "  " + name + "\n";
+    text += "  " + display_path(name) + "\n";
   }
   const std::vector<std::string> header = {"PROJECT", "TARGET", "BUILD", "HOST", "TIME", "BUILD DIR"};
   auto section = [&](std::string_view title, const std::vector<store::Event>& events) {

@@ -52,7 +52,7 @@ nlohmann::ordered_json
 to_json(const Verdict& verdict)
 {
   nlohmann::ordered_json object;
-  object["path"] = verdict.path;
+  put_path(object, "path", verdict.path);
   object["status"] = verdict.status;
   object["digest"] = verdict.digest.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(verdict.digest);
   object["recorded"] = verdict.recorded ? event_json(*verdict.recorded) : nlohmann::ordered_json();
@@ -165,17 +165,17 @@ run(const Args& args, Context& context, Prepared& prepared)
   const bool colour = use_colour(context.out);
   for (const auto& verdict : verdicts) {
     const std::string_view sgr = verdict.status == "OK" ? "32" : verdict.status == "NOT RECORDED" ? "33" : "31";
-    text += verdict.path + ": " + paint(verdict.status, sgr, colour);
+    text += display_path(verdict.path) + ": " + paint(verdict.status, sgr, colour);
     if (verdict.status == "MODIFIED") {
       text += " (recorded " + verdict.recorded->digest + " by " + verdict.recorded->project + "/"
               + verdict.recorded->target + " build " + verdict.recorded->build + ")";
     } else if (!verdict.error.empty()) {
-      text += " (" + verdict.error + ")";
+      text += " (" + display_path(verdict.error) + ")"; // it names the file
     }
     text += "\n";
   }
   if (verdicts.empty()) {
-    text = "nothing recorded for build tree " + *tree + "\n";
+    text = "nothing recorded for build tree " + display_path(*tree) + "\n";
     status = k_exit_failure;
   }
   write_out(context, text);

@@ -62,9 +62,9 @@ run(const Args& args, Context& context, Prepared& prepared)
       text += indent + short_digest(event.from) + "\n";
       text += indent + "  installed by " + event.project + " build " + event.build + " as:\n";
     } else {
-      text += indent + base_name(event.path) + " (" + short_digest(event.digest) + ")\n";
+      text += indent + display_path(base_name(event.path)) + " (" + short_digest(event.digest) + ")\n";
       text += indent + "  consumed by " + event.project + " " + event.target + ", build " + event.build + " in "
-              + event.build_dir + ", to make:\n";
+              + display_path(event.build_dir) + ", to make:\n";
     }
     indent += "  ";
   }

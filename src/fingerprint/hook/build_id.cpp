@@ -3,9 +3,11 @@
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fcntl.h>
-#include <fstream>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <sys/file.h>
@@ -22,36 +24,54 @@ env(const char* name)
   return value != nullptr ? value : "";
 }
 
-struct ProcessInfo
+// The first line of a small file of /proc, in one open, read and close,
+// with no stream, buffer or locale set up each time: every hook reads
+// several. Empty when it cannot be read.
+std::string
+read_proc_line(const std::string& path)
 {
-  std::string name;
-  long parent = 0;
-  std::string start_time;
-};
+  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    return {};
+  }
+  char buffer[4096]; // /proc/<pid>/stat is at most about 1 KiB: comm has 15 bytes
+  ssize_t n = 0;
+  do {
+    n = ::read(fd.get(), buffer, sizeof(buffer));
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) {
+    return {};
+  }
+  std::string_view text(buffer, static_cast<size_t>(n));
+  return std::string(text.substr(0, text.find('\n')));
+}
 
-// /proc/<pid>/stat: "pid (comm) state ppid ... starttime(22nd field) ...".
-// comm may hold spaces and parentheses, so parse from the last ')'.
+// /proc/<pid>/stat: "pid (comm) state ppid pgrp session ... starttime(22nd
+// field) ...". comm may hold spaces and parentheses, so parse from the last ')'.
 bool
-read_process(long pid, ProcessInfo& info)
+read_process(long pid, ProcessFacts& info)
 {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(in, text)) {
+  const std::string text = read_proc_line("/proc/" + std::to_string(pid) + "/stat");
+  if (text.empty()) {
     return false;
   }
   const auto open = text.find('(');
   const auto close = text.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) {
+  if (open == std::string::npos || close == std::string::npos || close < open || close + 2 > text.size()) {
     return false;
   }
+  info = ProcessFacts{};
+  info.pid = pid;
   info.name = text.substr(open + 1, close - open - 1);
   std::istringstream fields(text.substr(close + 2));
   std::string field;
   for (int index = 3; fields >> field; ++index) {
     if (index == 4) {
       info.parent = std::strtol(field.c_str(), nullptr, 10);
+    } else if (index == 6) {
+      info.session = std::strtol(field.c_str(), nullptr, 10);
     } else if (index == 22) {
-      info.start_time = field;
+      info.start = std::strtoull(field.c_str(), nullptr, 10);
       return true;
     }
   }
@@ -68,6 +88,197 @@ bool
 is_make(const std::string& name)
 {
   return name == "make" || name == "gmake";
+}
+
+bool
+is_shell(const std::string& name)
+{
+  return name == "sh" || name == "bash" || name == "dash";
+}
+
+// This process and its ancestors, nearest first, up to the nearest ninja
+// (find_tool looks no further, and the orphan rule only applies without
+// one), else up to init. PID 1 is looked at too: `docker run image ninja`
+// makes ninja PID 1.
+std::vector<ProcessFacts>
+read_chain()
+{
+  std::vector<ProcessFacts> chain(1);
+  if (!read_process(::getpid(), chain[0])) {
+    chain[0] = ProcessFacts{};
+    chain[0].pid = ::getpid();
+    chain[0].parent = ::getppid();
+    return chain;
+  }
+  ProcessFacts info;
+  for (long pid = chain[0].parent; chain.size() <= 64 && pid >= 1 && read_process(pid, info); pid = info.parent) {
+    chain.push_back(info);
+    if (pid == 1 || is_ninja(info.name)) {
+      break;
+    }
+  }
+  return chain;
+}
+
+bool
+is_alive(long pid, unsigned long long start)
+{
+  ProcessFacts info;
+  return read_process(pid, info) && info.start == start; // a reused pid has another start
+}
+
+// The kernel's boot id: a start time (clock ticks since boot) and a pid
+// name one process only within one boot.
+std::string
+boot_id()
+{
+  const std::string id = read_proc_line("/proc/sys/kernel/random/boot_id");
+  const bool usable = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-';
+  });
+  return usable ? id : "-";
+}
+
+// Where in `chain` the invocation is: the nearest ninja; else the outermost
+// make of a chain of recursive makes (CMake's Makefiles call make again per
+// directory); else the parent process (-1: not even that is known).
+struct Tool
+{
+  long index = -1;
+  bool ninja = false;
+};
+
+Tool
+find_tool(const std::vector<ProcessFacts>& chain)
+{
+  Tool tool;
+  for (size_t i = 1; i < chain.size(); ++i) {
+    if (is_ninja(chain[i].name)) {
+      return {static_cast<long>(i), true};
+    }
+    if (is_make(chain[i].name)) {
+      tool.index = static_cast<long>(i);
+    } else if (tool.index >= 0 && !is_shell(chain[i].name)) {
+      break; // past the outermost make
+    }
+  }
+  if (tool.index < 0 && chain.size() > 1) {
+    tool.index = 1;
+  }
+  return tool;
+}
+
+std::string
+identity_of(const std::vector<ProcessFacts>& chain, const Tool& tool)
+{
+  if (tool.index >= 0) {
+    const auto& process = chain[static_cast<size_t>(tool.index)];
+    return std::to_string(process.pid) + ":" + std::to_string(process.start);
+  }
+  return chain.empty() ? "unknown" : std::to_string(chain[0].parent);
+}
+
+// The sequence file:
+//   <number> <tag> <newest invocation> <boot id>
+//   <number> <invocation> <session> <seen>      one per remembered invocation
+// The first line is what older runners read (its first three fields). `seen`
+// is the start (clock ticks since boot) of the latest hook that found that
+// invocation's build tool alive above it.
+struct Remembered
+{
+  unsigned long long number = 0;
+  std::string identity; // "<pid>:<start>"
+  long session = -1;    // -1: not known (a file written by an older runner)
+  unsigned long long seen = 0;
+
+  long pid = 0;
+  unsigned long long start = 0;
+  bool has_start = false;
+};
+
+constexpr size_t k_remembered = 16;
+
+// How far `seen` may lag behind the start of the latest live hook, in clock
+// ticks (1 s at the usual USER_HZ of 100). A hook moves it only when it
+// started later than seen + k_seen_slack, so the file is rewritten at most
+// about once per second of a run rather than by every hook (start times
+// move by 10 ms). Every live hook therefore started no later than
+// seen + k_seen_slack, and the orphan rule compares against that bound: it
+// joins every process the exact `seen` would have joined, and may also join
+// one that started up to 1 s after the run's last live hook (still with a
+// parent older than the run, in its session, and its tool gone).
+constexpr unsigned long long k_seen_slack = 100;
+
+struct Sequence
+{
+  unsigned long long number = 0;
+  std::string tag;
+  std::string boot;
+  std::vector<Remembered> invocations;
+};
+
+Remembered
+remembered(unsigned long long number, const std::string& identity, long session, unsigned long long seen)
+{
+  Remembered entry;
+  entry.number = number;
+  entry.identity = identity;
+  entry.session = session;
+  entry.seen = seen;
+  const auto colon = identity.find(':');
+  if (colon != std::string::npos) {
+    char* end = nullptr;
+    entry.pid = std::strtol(identity.c_str(), &end, 10);
+    entry.has_start = end == identity.c_str() + colon && colon + 1 < identity.size();
+    entry.start = std::strtoull(identity.c_str() + colon + 1, &end, 10);
+    entry.has_start = entry.has_start && *end == '\0';
+  }
+  return entry;
+}
+
+Sequence
+parse_sequence(std::string_view text)
+{
+  Sequence sequence;
+  std::istringstream lines{std::string(text)};
+  std::string line;
+  std::string newest;
+  if (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    fields >> sequence.number >> sequence.tag >> newest >> sequence.boot;
+  }
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    unsigned long long number = 0;
+    std::string identity;
+    long session = -1;
+    unsigned long long seen = 0;
+    if (fields >> number >> identity >> session >> seen) {
+      sequence.invocations.push_back(remembered(number, identity, session, seen));
+    }
+  }
+  if (sequence.invocations.empty() && !newest.empty()) {
+    // An older runner's file: its last invocation keeps its number, as it did there.
+    sequence.invocations.push_back(remembered(sequence.number, newest, -1, 0));
+  }
+  return sequence;
+}
+
+std::string
+format_sequence(const Sequence& sequence)
+{
+  std::string newest = "-";
+  for (const auto& entry : sequence.invocations) {
+    if (entry.number == sequence.number) {
+      newest = entry.identity;
+    }
+  }
+  std::string text = std::to_string(sequence.number) + " " + sequence.tag + " " + newest + " " + sequence.boot + "\n";
+  for (const auto& entry : sequence.invocations) {
+    text += std::to_string(entry.number) + " " + entry.identity + " " + std::to_string(entry.session) + " "
+            + std::to_string(entry.seen) + "\n";
+  }
+  return text;
 }
 
 // <build_dir>/CMakeFiles/fingerprint/<name>, opened and locked; without
@@ -100,14 +311,40 @@ open_locked(const std::string& build_dir, const char* name, bool create)
   return fd;
 }
 
+// Replaces the file's `old_size` bytes with `text` in place: the lock is
+// on the file itself, so a temporary file renamed over it would leave the
+// next hook locking a file that nobody else locks. The new text is written
+// over the old one first, padded with newlines (blank lines, which both
+// files' readers skip) to the old length, and only then cut to its own
+// length: a hook killed in between (Ctrl-C reaches the whole foreground
+// group) leaves the new text and some blank lines, never an empty file or
+// the tail of the old text. Both files stay well under a page, which the
+// kernel writes whole or not at all.
 Expected<void>
-rewrite(int fd, const std::string& path, const std::string& text)
+rewrite(int fd, const std::string& path, const std::string& text, size_t old_size)
 {
-  if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
-    return make_error(path, util::errno_text(errno));
+  if (text.empty()) {
+    if (::ftruncate(fd, 0) != 0) {
+      return make_error(path, util::errno_text(errno));
+    }
+    return {};
   }
-  if (auto ok = util::write_all(fd, text); !ok) {
-    return make_error(path, ok.error().message);
+  std::string padded = text;
+  if (padded.size() < old_size) {
+    padded.append(old_size - padded.size(), '\n');
+  }
+  for (size_t done = 0; done < padded.size();) {
+    const ssize_t n = ::pwrite(fd, padded.data() + done, padded.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return make_error(path, n < 0 ? util::errno_text(errno) : "cannot write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (text.size() < old_size && ::ftruncate(fd, static_cast<off_t>(text.size())) != 0) {
+    return make_error(path, util::errno_text(errno));
   }
   return {};
 }
@@ -144,42 +381,124 @@ build_id_from_time()
   return stamp + "-" + std::to_string(::getpid());
 }
 
+SequenceStep
+step_sequence(std::string_view text,
+              const std::vector<ProcessFacts>& chain,
+              const std::string& boot,
+              const std::function<bool(long, unsigned long long)>& alive,
+              const std::function<std::string()>& new_tag)
+{
+  Sequence sequence = parse_sequence(text);
+  if (!util::is_lower_hex(sequence.tag, 8)) {
+    // A new tree, or a file garbled by hand (this runner never leaves one
+    // empty or torn): numbering starts again at 1 under a new tag, so no
+    // id of the old numbering is given out again.
+    sequence = Sequence{};
+    sequence.tag = new_tag();
+  }
+  if (sequence.boot.empty()) {
+    sequence.boot = boot; // an older runner's file: trusted as before
+  } else if (sequence.boot != boot) {
+    sequence.invocations.clear(); // pids and start times of another boot
+    sequence.boot = boot;
+  }
+  const Tool tool = find_tool(chain);
+  const std::string identity = identity_of(chain, tool);
+  const unsigned long long own_start = chain.empty() ? 0 : chain[0].start;
+
+  SequenceStep step;
+  step.identity = identity;
+  const auto render = [&](unsigned long long number) {
+    step.build_id = std::to_string(number) + "-" + sequence.tag;
+    const std::string updated = format_sequence(sequence);
+    if (updated != text) {
+      step.text = updated;
+    }
+    return step;
+  };
+
+  for (auto& entry : sequence.invocations) {
+    if (entry.identity == identity) {
+      if (own_start > entry.seen + k_seen_slack) {
+        entry.seen = own_start; // else the file stays as it is: see k_seen_slack
+      }
+      return render(entry.number);
+    }
+  }
+
+  // An orphan: some process P between this one and where the tool was
+  // looked for is a child of a process older than a remembered invocation
+  // E (init, a subreaper) although P itself started during E's lifetime
+  // (after E started, before E's last live hook started: entry.seen, give
+  // or take k_seen_slack), in E's session, and E's build tool is gone.
+  // Then P's parent was E's tool, or under it, and died. A hook run by
+  // hand has a parent older than P only when P is its own shell, which
+  // started before E; a tool that is still alive is found, not joined, so
+  // a second build running beside it stays apart.
+  const Remembered* joined = nullptr;
+  if (!tool.ninja && tool.index >= 0) {
+    for (size_t j = 0; j <= static_cast<size_t>(tool.index) && j + 1 < chain.size(); ++j) {
+      const auto& process = chain[j];
+      const auto& parent = chain[j + 1];
+      for (const auto& entry : sequence.invocations) {
+        if (entry.has_start && entry.session >= 0 && entry.session == process.session && parent.start < entry.start
+            && entry.start <= process.start && process.start <= entry.seen + k_seen_slack
+            && (joined == nullptr || entry.start > joined->start) && !alive(entry.pid, entry.start)) {
+          joined = &entry;
+        }
+      }
+    }
+  }
+  if (joined != nullptr) {
+    step.identity = joined->identity;
+    return render(joined->number);
+  }
+
+  ++sequence.number;
+  const long session = tool.index >= 0 ? chain[static_cast<size_t>(tool.index)].session : -1;
+  sequence.invocations.push_back(remembered(sequence.number, identity, session, own_start));
+  if (sequence.invocations.size() > k_remembered) {
+    sequence.invocations.erase(sequence.invocations.begin());
+  }
+  return render(sequence.number);
+}
+
+namespace {
+
+// What this process found: it belongs to one invocation for its lifetime,
+// even once its build tool has gone.
+struct Claimed
+{
+  std::string build_dir;
+  std::string build_id;
+  std::string identity;
+};
+
+std::mutex g_claimed_mutex;
+std::optional<Claimed> g_claimed;
+
+} // namespace
+
 std::string
 invocation_identity()
 {
-  // The nearest ninja; else the outermost make of a chain of recursive
-  // makes (CMake's Makefiles call make again per directory); else the
-  // parent process.
-  long pid = ::getppid();
-  std::string found;
-  ProcessInfo info;
-  // PID 1 is looked at too: `docker run image ninja` makes ninja PID 1.
-  for (int depth = 0; depth < 64 && pid >= 1 && read_process(pid, info); ++depth) {
-    if (is_ninja(info.name)) {
-      return std::to_string(pid) + ":" + info.start_time;
+  {
+    std::lock_guard lock(g_claimed_mutex);
+    if (g_claimed) {
+      return g_claimed->identity;
     }
-    if (is_make(info.name)) {
-      found = std::to_string(pid) + ":" + info.start_time;
-    } else if (!found.empty() && info.name != "sh" && info.name != "bash" && info.name != "dash") {
-      break; // past the outermost make
-    }
-    if (pid == 1) {
-      break;
-    }
-    pid = info.parent;
   }
-  if (!found.empty()) {
-    return found;
-  }
-  if (read_process(::getppid(), info)) {
-    return std::to_string(::getppid()) + ":" + info.start_time;
-  }
-  return std::to_string(::getppid());
+  const auto chain = read_chain();
+  return identity_of(chain, find_tool(chain));
 }
 
 Expected<std::string>
 build_id_from_invocation(const std::string& build_dir)
 {
+  std::lock_guard lock(g_claimed_mutex);
+  if (g_claimed && g_claimed->build_dir == build_dir) {
+    return g_claimed->build_id;
+  }
   const std::string path = build_dir + "/CMakeFiles/fingerprint/build-sequence";
   auto fd = open_locked(build_dir, "build-sequence", true);
   if (!fd) {
@@ -189,27 +508,32 @@ build_id_from_invocation(const std::string& build_dir)
   if (!text) {
     return make_error(path, text.error().message);
   }
-  // "<number> <tag> <invocation>\n"
-  std::istringstream fields(*text);
-  unsigned long long number = 0;
-  std::string tag;
-  std::string last_invocation;
-  fields >> number >> tag >> last_invocation;
-  if (!util::is_lower_hex(tag, 8)) {
-    std::random_device random;
-    char buffer[16];
-    std::snprintf(buffer, sizeof(buffer), "%08x", static_cast<unsigned>(random()));
-    tag = buffer;
-    number = 0;
-  }
-  const std::string invocation = invocation_identity();
-  if (invocation != last_invocation || number == 0) {
-    ++number;
-    if (auto ok = rewrite(fd->get(), path, std::to_string(number) + " " + tag + " " + invocation + "\n"); !ok) {
+  const auto new_tag = [] {
+    std::random_device random; // only for a tree without a tag: it costs calls of its own
+    char tag[16];
+    std::snprintf(tag, sizeof(tag), "%08x", static_cast<unsigned>(random()));
+    return std::string(tag);
+  };
+  const auto step = step_sequence(*text, read_chain(), boot_id(), is_alive, new_tag);
+  if (!step.text.empty()) {
+    if (auto ok = rewrite(fd->get(), path, step.text, text->size()); !ok) {
       return ok.error();
     }
   }
-  return std::to_string(number) + "-" + tag;
+  g_claimed = Claimed{build_dir, step.build_id, step.identity};
+  return step.build_id;
+}
+
+void
+claim_build_id(const std::string& build_dir)
+{
+  try {
+    if (build_id_from_environment().empty()) {
+      (void)build_id_from_invocation(build_dir);
+    }
+  } catch (const std::exception&) {
+    // build_id_from_invocation is asked again after the link and says why
+  }
 }
 
 Expected<Unrecorded>
@@ -251,7 +575,7 @@ note_unrecorded(const std::string& build_dir, const std::string& build_id, bool 
     count = failed ? 1 : 0;
   }
   const std::string updated = count == 0 ? "" : invocation + " " + std::to_string(count) + " " + build_id + "\n";
-  if (auto ok = rewrite(fd->get(), path, updated); !ok) {
+  if (auto ok = rewrite(fd->get(), path, updated, text->size()); !ok) {
     return ok.error();
   }
   return result;

@@ -2,7 +2,10 @@
 
 #include <fingerprint/util/expected.hpp>
 
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace fingerprint::hook {
 
@@ -20,8 +23,23 @@ std::string build_id_from_time();
 // found by walking up the process tree; the counter lives in
 // <build_dir>/CMakeFiles/fingerprint/build-sequence, under a lock. The id
 // is "<number>-<tag>", the tag being random per build tree so that two
-// trees of one project never share an id.
+// trees of one project never share an id. The first answer is kept for the
+// rest of the process: a process belongs to one invocation.
+//
+// A process whose build tool was killed (kill -9 of ninja or of the top
+// make) is an orphan, reparented to init or a subreaper, and finds no build
+// tool above it. It joins the invocation it came from when it is a child
+// of one whose process is gone (see step_sequence) rather than advancing
+// the counter for itself.
 Expected<std::string> build_id_from_invocation(const std::string& build_dir);
+
+// Takes this process's build id now, while the build tool that runs it is
+// alive: `launch` calls it before the link, because a build tool killed
+// during a link leaves the link running as an orphan that no longer finds
+// it. build_id_from_invocation then returns the same id. Nothing happens
+// when the id comes from the environment; an error is left for
+// build_id_from_invocation to report.
+void claim_build_id(const std::string& build_dir);
 
 // What the hooks of one build tool invocation that could not record have
 // said, so that the first warns in full and the rest are counted, not
@@ -41,7 +59,40 @@ struct Unrecorded
 Expected<Unrecorded> note_unrecorded(const std::string& build_dir, const std::string& build_id, bool failed);
 
 // Identifies the build tool invocation that is an ancestor of this process
-// ("<pid>:<start time>"); exposed for tests.
+// ("<pid>:<start time>"), or the one build_id_from_invocation found it
+// belongs to; exposed for tests.
 std::string invocation_identity();
+
+// One process of the chain from a hook up to init, from /proc/<pid>/stat.
+struct ProcessFacts
+{
+  long pid = 0;
+  std::string name;
+  long parent = 0;
+  long session = 0;
+  unsigned long long start = 0; // clock ticks since boot
+};
+
+struct SequenceStep
+{
+  std::string build_id;
+  std::string identity; // of the invocation the process belongs to
+  std::string text;     // the sequence file's new contents; empty: unchanged
+};
+
+// build_id_from_invocation's decision, without /proc and the file; exposed
+// for tests. `text` is the sequence file, `chain` the hook's process and
+// its ancestors (nearest first, as far as they could be read), `boot` the
+// kernel's boot id, `alive(pid, start)` whether that process still runs,
+// `new_tag()` a tag for a tree that has none (called only then: it draws a
+// random number). `text` is left as it is (an empty SequenceStep::text)
+// unless the number advances, the tree gets a tag, the file comes from an
+// older runner or another boot, or the run's last live hook moved by more
+// than a second: most hooks of a run change nothing.
+SequenceStep step_sequence(std::string_view text,
+                           const std::vector<ProcessFacts>& chain,
+                           const std::string& boot,
+                           const std::function<bool(long, unsigned long long)>& alive,
+                           const std::function<std::string()>& new_tag);
 
 } // namespace fingerprint::hook

@@ -1,14 +1,26 @@
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
 #include <fingerprint/hook/recorder.hpp>
+#include <fingerprint/store/spool.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <climits>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
 namespace fingerprint::hook {
+
+namespace {
+
+// What one hook delivers of a journal at most (README, "A PostgreSQL store,
+// for build fleets"): a delivered call takes a millisecond or two, so a hook after a
+// long outage adds at most a fifth of a second to its build step; `sync`
+// or the next hooks deliver the rest.
+constexpr store::DeliveryLimit k_hook_delivery{.calls = 50, .ns = 200'000'000};
+
+} // namespace
 
 std::string
 host_name()
@@ -81,20 +93,83 @@ record(const RecordRequest& request,
     }
   }
 
+  // The id goes with the events whichever way they travel: a COMMIT whose
+  // answer was lost and the journaled copy of the same call are one call.
+  const std::string call = store::new_call_id();
+  std::optional<store::Spool> spool;
+  if (request.spool && store::is_database_url(request.store_root)) {
+    if (auto found = store::Spool::for_database(request.store_root)) {
+      spool = std::move(*found);
+    }
+  }
+  auto journal = [&](const Error& error) -> Expected<size_t> {
+    if (!spool || !error.unavailable) {
+      return error;
+    }
+    auto spooled = spool->add(call, events);
+    if (!spooled) {
+      return Error{error.message + "; and the events could not be spooled: " + spooled.error().message};
+    }
+    if (spooled->first_of_build && on_warning) {
+      on_warning(error.message + "; out of reach: " + std::to_string(events.size())
+                 + (events.size() == 1 ? " event" : " events") + " spooled to " + spool->directory()
+                 + ", delivered on the next contact or by `fingerprint sync` (other targets of build "
+                 + request.build_id + " are spooled without a warning)");
+    }
+    return events.size();
+  };
+
   auto opened = store::open_store(request.store_root, store::Access::write);
   if (!opened) {
-    return opened.error();
+    return journal(opened.error());
   }
   const auto& store = *opened;
+  if (spool && spool->has_waiting()) {
+    // A hook does not wait for another's delivery, and delivers a few calls
+    // only (k_hook_delivery): the first hook after a long outage must not
+    // hold its build step for the whole journal.
+    auto delivered = spool->deliver(*store, false, {}, k_hook_delivery);
+    if (on_warning) {
+      for (const auto& problem : delivered.problems) {
+        on_warning(problem);
+      }
+      if (delivered.delivered > 0 || delivered.cut_short) {
+        std::string note = store->location() + ": delivered " + std::to_string(delivered.events) + " events of "
+                           + std::to_string(delivered.delivered) + " record calls spooled while it was out of reach";
+        if (delivered.cut_short) {
+          note += "; more wait in " + spool->directory()
+                  + " (the next hooks deliver them, a few each; or run: fingerprint sync)";
+        }
+        on_warning(note);
+      }
+    }
+    if (delivered.error) {
+      if (delivered.error->unavailable) {
+        return journal(*delivered.error);
+      }
+      if (on_warning) {
+        on_warning(delivered.error->message);
+      }
+    }
+    // Older calls still wait (another process delivers them right now, or
+    // this hook's share is done): this call goes behind them, in the
+    // journal, so that the store takes every call in the order it was made.
+    // Appended directly only if it cannot be journaled.
+    if (spool->has_waiting()) {
+      if (auto spooled = spool->add(call, events, false)) {
+        return events.size();
+      }
+    }
+  }
   store::Store::Warnings warnings;
-  auto appended = store->append(events, &warnings);
+  auto appended = store->append_call(call, events, &warnings);
   if (on_warning) {
     for (const auto& warning : warnings) {
       on_warning(warning);
     }
   }
   if (!appended) {
-    return appended.error();
+    return journal(appended.error());
   }
   return events.size();
 }

@@ -21,6 +21,11 @@ struct RecordRequest
   std::vector<std::string> produced;
   std::vector<std::string> consumed;
   digest::Algorithm algorithm = digest::k_default_algorithm;
+  // A database out of reach: journal the events (store/spool.hpp) and
+  // succeed. False with --required (FINGERPRINT_REQUIRED ON): the step
+  // fails instead and is run again, so journaling it too would record it
+  // twice.
+  bool spool = true;
 };
 
 // Digests every file first (through the digest cache), then appends one
@@ -29,6 +34,16 @@ struct RecordRequest
 // is passed to `on_file_error`, and the result is an error. Returns the
 // number of events appended. `on_warning` hears about damaged logs met while
 // appending (the events are appended regardless).
+//
+// With a database store, the events are one call (Store::append_call). A
+// server out of reach (Error::unavailable) has them journaled in its spool
+// instead, and the call succeeds; the first call of a build that does so
+// warns, the others are quiet. A call that reaches the server delivers
+// what waits in its spool first, oldest first, at most 50 calls or 0.2 s of
+// them; when calls still wait after that (or another process is delivering
+// them right now), its own call is journaled behind them, so that calls
+// reach the store in the order they were made. Finding nothing there costs
+// one stat().
 Expected<size_t> record(const RecordRequest& request,
                         const std::function<void(const Error&)>& on_file_error,
                         const std::function<void(const std::string&)>& on_warning = {});

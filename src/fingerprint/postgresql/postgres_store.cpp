@@ -2,6 +2,7 @@
 #include <fingerprint/postgresql/schema.hpp>
 #include <fingerprint/postgresql/session.hpp>
 #include <fingerprint/store/artifact_record.hpp>
+#include <fingerprint/store/spool.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -53,26 +54,7 @@ enable_postgresql()
 std::string
 PostgresStore::mask_password(std::string_view url)
 {
-  std::string out(url);
-  const size_t scheme = out.find("://");
-  if (scheme != std::string::npos) {
-    const size_t start = scheme + 3;
-    const size_t end = std::min(out.find_first_of("/?", start), out.size());
-    const size_t at = out.rfind('@', end);
-    if (at != std::string::npos && at >= start) {
-      const size_t colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) {
-        out.replace(colon + 1, at - colon - 1, "***");
-      }
-    }
-  }
-  // password=... among the parameters.
-  for (size_t at = out.find("password="); at != std::string::npos; at = out.find("password=", at + 1)) {
-    const size_t begin = at + 9;
-    const size_t end = std::min(out.find('&', begin), out.size());
-    out.replace(begin, end - begin, "***");
-  }
-  return out;
+  return mask_url_password(url);
 }
 
 PostgresStore::PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema)
@@ -105,7 +87,16 @@ PostgresStore::open(const std::string& url, Access access)
     return Error{location + ": cannot connect: out of memory"};
   }
   if (PQstatus(connection->conn) != CONNECTION_OK) {
-    return Error{location + ": cannot connect: " + postgresql::one_line(PQerrorMessage(connection->conn))};
+    Error error{location + ": cannot connect: " + postgresql::one_line(PQerrorMessage(connection->conn))};
+    // Out of reach, or up and refusing us? The message says it when the
+    // server is up but full (too many clients: a ping says all is well);
+    // else a ping answers without credentials. After a timeout it would
+    // only wait as long again.
+    error.unavailable = PQconnectionNeedsPassword(connection->conn) == 0
+                        && (error.message.find("timeout expired") != std::string::npos
+                            || postgresql::is_unavailable_connect_message(error.message)
+                            || PQpingParams(keywords, values, 1) != PQPING_OK);
+    return error;
   }
   Session session(connection->conn, location);
   auto has_schema = postgresql::ensure_schema(session, access);
@@ -121,22 +112,50 @@ PostgresStore::location() const
   return m_location;
 }
 
+namespace {
+
+// The rows of one call's events, or why one of them cannot be stored.
+Expected<Rows>
+rows_of(const std::string& location, const std::vector<Event>& events)
+{
+  Rows rows;
+  for (const Event& event : events) {
+    auto row = row_for(event);
+    if (!row) {
+      return Error{location + ": " + row.error().message + "; nothing was recorded"};
+    }
+    rows.add(row->event.digest, row->event, std::move(row->line));
+  }
+  return rows;
+}
+
+} // namespace
+
 Expected<void>
 PostgresStore::append(const std::vector<Event>& events, Warnings*) const
 {
   if (!m_has_schema) {
     return Error{m_location + ": store not opened for writing"};
   }
-  Rows rows;
-  for (const Event& event : events) {
-    auto row = row_for(event);
-    if (!row) {
-      return Error{m_location + ": " + row.error().message + "; nothing was recorded"};
-    }
-    rows.add(row->event.digest, row->event, std::move(row->line));
+  auto rows = rows_of(m_location, events);
+  if (!rows) {
+    return rows.error();
   }
   // One statement: every event of the call lands, or none does.
-  return rows.insert(Session(m_connection->conn, m_location), "recording");
+  return rows->insert(Session(m_connection->conn, m_location), "recording");
+}
+
+Expected<bool>
+PostgresStore::append_call(const std::string& call, const std::vector<Event>& events, Warnings*) const
+{
+  if (!m_has_schema) {
+    return Error{m_location + ": store not opened for writing"};
+  }
+  auto rows = rows_of(m_location, events);
+  if (!rows) {
+    return rows.error();
+  }
+  return rows->insert_call(Session(m_connection->conn, m_location), "recording", call);
 }
 
 Expected<void>

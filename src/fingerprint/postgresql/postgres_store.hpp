@@ -13,7 +13,10 @@ namespace fingerprint::store {
 void enable_postgresql();
 
 // The schema version this runner creates and migrates to (README,
-// "A PostgreSQL store, for build fleets"). A database at a newer version is refused.
+// "A PostgreSQL store, for build fleets"). A database at a newer version is
+// refused, so a table that older runners never touch (fingerprint_calls) is
+// no new version: it is made on first use (schema.cpp), and an older runner
+// still writes beside a newer one during a rolling upgrade.
 inline constexpr int k_schema_version = 1;
 
 // The PostgreSQL store: one row per event and log, through libpq.
@@ -31,7 +34,10 @@ public:
   // Connects (timeouts: 5 s to connect, 10 s for a lock, 60 s for a
   // statement, unless the URL sets connect_timeout or options) and checks the schema: with Access::write it is
   // created or migrated to k_schema_version; with Access::read a database
-  // without it reads as an empty store.
+  // without it reads as an empty store. A server that cannot be reached (no
+  // answer, refused, starting or shutting down) is an Error marked
+  // `unavailable`; one that answers and refuses us (a password, a missing
+  // database) is not.
   static Expected<std::unique_ptr<PostgresStore>> open(const std::string& url, Access access);
 
   // `url` with any password replaced by "***", for messages.
@@ -39,6 +45,9 @@ public:
 
   const std::string& location() const override;
   Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const override;
+  Expected<bool> append_call(const std::string& call,
+                             const std::vector<Event>& events,
+                             Warnings* warnings = nullptr) const override;
   Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const override;
   Expected<LogContents> read_log(const DigestKey& key) const override;
   Expected<std::string> read_raw_log(const DigestKey& key) const override;

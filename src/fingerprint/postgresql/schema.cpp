@@ -1,5 +1,6 @@
 #include <fingerprint/postgresql/schema.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace fingerprint::store::postgresql {
@@ -47,6 +48,19 @@ CREATE TABLE fingerprint_quarantine (
 static_assert(std::size(k_migrations) == k_schema_version);
 
 constexpr const char* k_undefined_table = "42P01";
+
+// The record calls stored, by id (store/spool.hpp): a call journaled while
+// the server was away is stored once, even when its deliverer died between
+// the commit and the journal's unlink. Not a migration: older runners never
+// read it, so it does not raise the schema version (which would lock them
+// out); made by the first append_call that misses it.
+constexpr const char* k_calls_table = R"sql(
+CREATE TABLE IF NOT EXISTS fingerprint_calls (
+  id text COLLATE "C" PRIMARY KEY,
+  recorded timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS fingerprint_calls_by_time ON fingerprint_calls (recorded);
+)sql";
 
 } // namespace
 
@@ -123,6 +137,7 @@ column_value(const Event& event, const EventField& field)
     case FieldType::count:
       return std::to_string(event.*field.count);
     case FieldType::text:
+    case FieldType::bytes: // none has a column: a path is in the line only, exactly (event.hpp)
       break;
   }
   return event.*field.text;
@@ -131,7 +146,7 @@ column_value(const Event& event, const EventField& field)
 std::string_view
 column_type(const EventField& field)
 {
-  return field.type == FieldType::text || field.type == FieldType::kind ? "text" : "bigint";
+  return field.type == FieldType::format || field.type == FieldType::count ? "bigint" : "text";
 }
 
 const std::string&
@@ -223,6 +238,61 @@ Rows::add(const std::string& log, const Event& event, std::string line)
     m_columns[column++].push_back(column_value(event, field));
   }
   m_line.push_back(std::move(line));
+}
+
+Expected<bool>
+Rows::insert_call(const Session& session, std::string_view what, const std::string& call) const
+{
+  if (m_log.empty()) {
+    return true;
+  }
+  // One statement still: the call's id and its rows land together, and a
+  // call already stored inserts nothing. A second deliverer of the same
+  // call waits on the id's index entry until the first commits or aborts.
+  // The same statement forgets ids older than k_call_id_days (a few of the
+  // oldest each time, skipping any another writer is forgetting): an index
+  // probe that finds nothing, most of the time.
+  static const std::string k_insert = [] {
+    const auto columns = std::count_if(std::begin(k_event_fields),
+                                       std::end(k_event_fields),
+                                       [](const EventField& field) { return !field.column.empty(); });
+    // After insert_statement()'s parameters: log, indexed, the columns, line.
+    return "WITH pruned AS (DELETE FROM fingerprint_calls WHERE id IN (SELECT id FROM fingerprint_calls WHERE "
+           "recorded < now() - interval '"
+           + std::to_string(k_call_id_days)
+           + " days' ORDER BY recorded LIMIT 20 FOR UPDATE SKIP LOCKED)),\n"
+             "call AS (INSERT INTO fingerprint_calls (id) VALUES ($"
+           + std::to_string(columns + 4) + ") ON CONFLICT DO NOTHING RETURNING id)\n" + insert_statement()
+           + "\nWHERE EXISTS (SELECT FROM call)";
+  }();
+  std::vector<std::string> params = {text_array(m_log), bool_array(m_indexed)};
+  for (const auto& column : m_columns) {
+    params.push_back(text_array(column));
+  }
+  params.push_back(text_array(m_line));
+  params.push_back(call);
+  auto inserted = session.run(what, k_insert.c_str(), params);
+  if (!inserted && session.last_state() == k_undefined_table) {
+    // The first call with an id in this database: make the table (under
+    // the schema's lock, so racing writers make it once) and go again.
+    auto made = session.transaction("creating fingerprint_calls", [&]() -> Expected<bool> {
+      if (auto locked = session.run("creating fingerprint_calls", k_schema_lock); !locked) {
+        return locked.error();
+      }
+      if (auto created = session.run("creating fingerprint_calls", k_calls_table); !created) {
+        return created.error();
+      }
+      return true;
+    });
+    if (!made) {
+      return made.error();
+    }
+    inserted = session.run(what, k_insert.c_str(), params);
+  }
+  if (!inserted) {
+    return inserted.error();
+  }
+  return std::string_view(PQcmdTuples(inserted->get())) != "0";
 }
 
 Expected<void>

@@ -17,6 +17,10 @@ namespace fingerprint::store::postgresql {
 inline constexpr const char* k_schema_lock = "SELECT pg_advisory_xact_lock(7046529851223360001)";
 inline constexpr const char* k_import_lock = "SELECT pg_advisory_xact_lock(7046529851223360002)";
 
+// How long fingerprint_calls keeps a call's id (README): a journaled call
+// delivered later than this after a copy of it landed may be stored twice.
+inline constexpr int k_call_id_days = 30;
+
 // Creates or migrates the schema; false when reading a database without one.
 Expected<bool> ensure_schema(const Session& session, Access access);
 
@@ -56,6 +60,11 @@ public:
 
   // One statement for every row: they land together or not at all.
   Expected<void> insert(const Session& session, std::string_view what) const;
+
+  // insert() as record call `call` (fingerprint_calls, made on first use;
+  // ids older than k_call_id_days are forgotten): false, and nothing
+  // inserted, when that call is stored already.
+  Expected<bool> insert_call(const Session& session, std::string_view what, const std::string& call) const;
 
 private:
   std::vector<std::string> m_log;

@@ -1,5 +1,7 @@
 #include <fingerprint/postgresql/session.hpp>
 
+#include <algorithm>
+
 namespace fingerprint::store::postgresql {
 
 std::string
@@ -45,6 +47,51 @@ bool_array(const std::vector<bool>& values)
   return out;
 }
 
+bool
+is_unavailable_state(std::string_view state)
+{
+  // Each leaves the statement undone, or done without our knowing (a lost
+  // COMMIT's answer, which a journaled call's id settles), and says nothing
+  // about the call itself: the same statement succeeds later.
+  //   08     the connection is gone or failed
+  //   53     the server lacks resources: too many clients (53300), disk full
+  //          (53100), out of memory (53200)
+  //   57P    the server is shutting down, crashed, starting (57P01-57P04)
+  //   57014  the statement timeout; 55P03 a lock not granted in time (a VACUUM FULL)
+  //   40     a serialization failure or a deadlock: the transaction was rolled back
+  //   25006  a read-only transaction: a standby, or a primary demoted by a failover
+  //   58     a system error on the server (an I/O error)
+  // Everything else (22 data, 23 constraints, 42 syntax or a missing
+  // privilege, ...) is about the call: it would fail again.
+  return state.starts_with("08") || state.starts_with("53") || state.starts_with("57P") || state == "57014"
+         || state == "55P03" || state.starts_with("40") || state == "25006" || state.starts_with("58");
+}
+
+bool
+is_unavailable_connect_message(std::string_view message)
+{
+  // What a server that is there but cannot take one more connection says
+  // (no SQLSTATE reaches libpq's caller at connect time; a ping says the
+  // server is fine): 53300, 57P03, 53200, 53000 as PostgreSQL 12-16 word
+  // them in English (a server with translated messages is only recognized
+  // by the ping, which catches 57P03).
+  constexpr std::string_view k_out_of_reach[] = {
+    "too many clients already",
+    "too many connections for",
+    "remaining connection slots are reserved",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "the database system is not yet accepting connections",
+    "the database system is not accepting connections",
+    "could not fork new process for connection",
+    "out of memory",
+  };
+  return std::any_of(std::begin(k_out_of_reach), std::end(k_out_of_reach), [&](std::string_view text) {
+    return message.find(text) != std::string_view::npos;
+  });
+}
+
 Expected<Result>
 Session::run(std::string_view what, const char* sql, const std::vector<std::string>& params) const
 {
@@ -64,8 +111,10 @@ Session::run(std::string_view what, const char* sql, const std::vector<std::stri
   }
   const char* state = result ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
   m_last_state = state != nullptr ? state : "";
-  return Error{m_location + ": " + std::string(what) + ": "
-               + one_line(result ? PQresultErrorMessage(result.get()) : PQerrorMessage(m_conn))};
+  Error error{m_location + ": " + std::string(what) + ": "
+              + one_line(result ? PQresultErrorMessage(result.get()) : PQerrorMessage(m_conn))};
+  error.unavailable = PQstatus(m_conn) == CONNECTION_BAD || is_unavailable_state(m_last_state);
+  return error;
 }
 
 } // namespace fingerprint::store::postgresql

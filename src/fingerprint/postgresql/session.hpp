@@ -35,6 +35,15 @@ using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
 // libpq's message on one line: they end in a newline and may span lines.
 std::string one_line(std::string text);
 
+// Whether a statement that failed with SQLSTATE `state` failed because
+// the server is out of reach for now (Error::unavailable: a hook journals
+// the call, a deliverer stops and keeps it), not because of the call.
+bool is_unavailable_state(std::string_view state);
+
+// Whether a failed connection's message says the server is there but
+// cannot take one more connection right now (too many clients, starting).
+bool is_unavailable_connect_message(std::string_view message);
+
 // "{\"a\",\"b\"}": a text[] parameter (one round trip for a whole batch).
 std::string text_array(const std::vector<std::string>& values);
 // "{t,f}": a boolean[] parameter.

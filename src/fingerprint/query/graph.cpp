@@ -1,5 +1,6 @@
 #include <fingerprint/query/graph.hpp>
 #include <fingerprint/query/index.hpp>
+#include <fingerprint/store/event.hpp>
 #include <fingerprint/util/fs.hpp>
 
 namespace fingerprint::query {
@@ -39,7 +40,7 @@ collect_graph(const store::Store& store, bool per_target, std::vector<store::Log
     }
     const std::string consumer = node(event);
     if (producer->second != consumer) {
-      graph.edges[{producer->second, consumer}].insert(util::base_name(event.path));
+      graph.edges[{producer->second, consumer}].insert(store::lossy_text(util::base_name(event.path)));
     }
   }
   return graph;

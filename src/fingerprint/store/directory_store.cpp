@@ -93,7 +93,13 @@ DirectoryStore::open_for_writing(const std::string& root)
   return DirectoryStore(root, std::move(*fd));
 }
 
-Expected<void>
+util::Fd
+DirectoryStore::hold_for_change() const
+{
+  return detail::change_lock(m_root_fd.get(), LOCK_SH);
+}
+
+Expected<detail::Appended>
 DirectoryStore::append_line(const std::string& relative_path, const std::string& lines, Warnings* warnings) const
 {
   const std::string full = m_root + "/" + relative_path;
@@ -122,6 +128,9 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       return make_error(full, "not a regular file");
     }
+    if (auto refused = refused_file(m_root_fd.get(), st)) {
+      return make_error(full, *refused + " (run: fingerprint fsck --repair)");
+    }
     // A writer that died mid-line left no newline; start on a fresh line so
     // that only the torn line is lost, not this one too.
     std::string buffer;
@@ -142,19 +151,29 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
     {};
     if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
         && static_cast<rlim_t>(st.st_size) + buffer.size() > limit.rlim_cur) {
-      return make_error(full, "appending would exceed the file size limit (ulimit -f); nothing was appended");
+      remove_if_empty(dir_fd->get(), file_name, fd.get());
+      return make_error(full, "appending would exceed the file size limit (ulimit -f)");
     }
     // One write() of whole lines: O_APPEND makes them land contiguously
     // after every other complete line, whatever other writers do.
     const ssize_t written = ::write(fd.get(), buffer.data(), buffer.size());
     if (written < 0) {
-      return make_error(full, util::errno_text(errno) + "; nothing was appended");
+      const std::string why = util::errno_text(errno);
+      remove_if_empty(dir_fd->get(), file_name, fd.get());
+      return make_error(full, why);
     }
     if (static_cast<size_t>(written) != buffer.size()) {
-      return make_error(
-        full, "short write (no space left on the device, or a file size limit): " + take_back(fd.get(), written));
+      const std::string what = take_back(fd.get(), written);
+      remove_if_empty(dir_fd->get(), file_name, fd.get());
+      return make_error(full, "short write (no space left on the device, or a file size limit): " + what);
     }
-    return {};
+    detail::Appended appended;
+    appended.start = ::lseek(fd.get(), 0, SEEK_CUR) - written;
+    appended.relative = relative_path;
+    appended.device = st.st_dev;
+    appended.inode = st.st_ino;
+    appended.bytes = std::move(buffer);
+    return appended; // the lock goes with `fd`: held for the write alone (see append())
   }
   return make_error(full, "log kept being replaced while appending");
 }
@@ -167,7 +186,9 @@ DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) con
   }
   // One write() per log: a build step's events for one artifact, and all of
   // them for its build's index, land together (a link that consumed 20
-  // libraries appends to 21 logs, not 40 times).
+  // libraries appends to 21 logs, not 40 times). The artifact logs come
+  // first and the build index last, so that an event found in a log and not
+  // in its build's index is one of a call that did not finish (fsck).
   std::vector<std::pair<std::string, std::string>> batches;
   std::map<std::string, size_t> batch_of;
   auto add = [&](std::string path, const std::string& line) {
@@ -181,12 +202,15 @@ DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) con
     }
     text += line;
   };
+  std::vector<std::pair<std::string, const std::string*>> index_lines;
+  std::vector<std::string> lines;
+  lines.reserve(events.size());
   for (const Event& event : events) {
     auto key = parse_digest_key(event.digest);
     if (!key) {
       return key.error();
     }
-    const std::string index = layout::build_index({event.project, event.build});
+    std::string index = layout::build_index({event.project, event.build});
     // Checked before anything is written, so that a name the filesystem
     // refuses cannot leave an event in one log and not in the other.
     const std::string_view project_dir = std::string_view(index).substr(0, index.rfind('/'));
@@ -202,13 +226,45 @@ DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) con
     if (!line) {
       return make_error(m_root, line.error().message + "; nothing was recorded");
     }
-    add(key->log_path(), *line);
-    add(index, *line);
+    lines.push_back(std::move(*line));
+    add(key->log_path(), lines.back());
+    index_lines.emplace_back(std::move(index), &lines.back());
   }
+  for (auto& [index, line] : index_lines) {
+    add(std::move(index), *line);
+  }
+
+  const Fd change = hold_for_change();
+  // Each batch's lock is held for its write alone: a call that took back
+  // its batches while holding the locks of others could deadlock with a
+  // second call doing the same.
+  std::vector<detail::Appended> written;
+  written.reserve(batches.size());
   for (const auto& [path, text] : batches) {
-    if (auto ok = append_line(path, text, warnings); !ok) {
-      return ok;
+    auto appended = append_line(path, text, warnings);
+    if (appended) {
+      written.push_back(std::move(*appended));
+      continue;
     }
+    // Whole or absent: what this call already wrote goes back out.
+    std::string message = appended.error().message;
+    std::vector<std::string> kept;
+    for (auto batch = written.rbegin(); batch != written.rend(); ++batch) {
+      if (auto undone = take_back_appended(m_root_fd.get(), *batch); !undone) {
+        kept.push_back(undone.error().message);
+      }
+    }
+    if (kept.empty()) {
+      message += written.empty() ? "; nothing was recorded"
+                                 : "; nothing was recorded (the events already appended to "
+                                     + std::to_string(written.size()) + " other log(s) were taken back)";
+    } else {
+      message += "; " + std::to_string(kept.size()) + " of the " + std::to_string(written.size())
+                 + " logs already appended to could not be taken back (" + kept.front()
+                 + "): their events are in artifact logs without their build index copy, which "
+                   "fingerprint fsck reports and fsck --repair completes";
+    }
+    return Error{std::move(message)};
   }
   return {};
 }
@@ -223,7 +279,11 @@ DirectoryStore::append_link(const DigestKey& log, const Event& event, Warnings* 
   if (!line) {
     return make_error(m_root, line.error().message + "; nothing was recorded");
   }
-  return append_line(log.log_path(), *line, warnings);
+  auto appended = append_line(log.log_path(), *line, warnings);
+  if (!appended) {
+    return appended.error();
+  }
+  return {};
 }
 
 Expected<std::string>

@@ -14,6 +14,10 @@
 
 namespace fingerprint::store {
 
+namespace detail {
+struct Appended; // log_io.hpp
+}
+
 // Lines longer than this are refused when reading (a hostile or broken log
 // must not make a reader allocate without bound). Events are a few hundred
 // bytes; paths are limited to PATH_MAX.
@@ -55,6 +59,11 @@ public:
   {
     return m_root_fd.valid();
   }
+
+  // The store's change lock (layout::k_change_lock), shared; an invalid Fd
+  // when it cannot be had (a store this user may only append to): the
+  // change goes ahead, and only fsck's view of it is less certain.
+  util::Fd hold_for_change() const override;
 
   // Appends each event to its artifact's log and to its build's index.
   Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const override;
@@ -117,8 +126,11 @@ public:
 private:
   DirectoryStore(std::string root, util::Fd root_fd);
 
-  // Appends complete lines (newline-separated, without the last newline).
-  Expected<void> append_line(const std::string& relative_path, const std::string& lines, Warnings* warnings) const;
+  // Appends complete lines (newline-separated, without the last newline);
+  // on error nothing of them stays, and a log it created is removed.
+  Expected<detail::Appended> append_line(const std::string& relative_path,
+                                         const std::string& lines,
+                                         Warnings* warnings) const;
   Expected<LogContents> read_file(const std::string& relative_path) const;
 
   // Replaces a log by what `transform` keeps of its events: temporary

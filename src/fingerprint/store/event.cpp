@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
+#include <cstring>
 #include <utility>
 
 namespace fingerprint::store {
@@ -20,12 +22,30 @@ static_assert(k_event_fields[0].written == k_every_kind, "a line opens with a fi
 
 constexpr std::array<std::string_view, 3> k_kind_names = {"produced", "consumed", "installed"};
 
+// Which fields are FieldType::bytes ones (a bit each, as Reading::seen has),
+// and each one's place among them.
+constexpr uint32_t k_bytes_fields = [] {
+  uint32_t bits = 0;
+  for (size_t i = 0; i < k_event_field_count; ++i) {
+    bits |= k_event_fields[i].type == FieldType::bytes ? 1u << i : 0u;
+  }
+  return bits;
+}();
+constexpr size_t
+bytes_slot(size_t field)
+{
+  return static_cast<size_t>(std::popcount(k_bytes_fields & ((1u << field) - 1u)));
+}
+
 // An event being read: the kind's name until finish() knows it, and which
 // fields the line had.
 struct Reading
 {
   Event event;
   std::string kind;
+  // The FieldType::bytes fields, until finish() decodes them. A few, not one
+  // per field: a Reading is made for every line read.
+  std::array<std::string, std::popcount(k_bytes_fields)> escaped;
   uint32_t seen = 0;
 
   bool
@@ -35,13 +55,21 @@ struct Reading
   }
 };
 
-// Where a string field's value goes; nullptr for a number.
-std::string*
-text_of(Reading& reading, const EventField& field)
+constexpr bool
+is_string(FieldType type)
 {
-  return field.type == FieldType::kind   ? &reading.kind
-         : field.type == FieldType::text ? &(reading.event.*field.text)
-                                         : nullptr;
+  return type == FieldType::text || type == FieldType::kind || type == FieldType::bytes;
+}
+
+// Where the value of string field `index` goes; nullptr for a number.
+std::string*
+text_of(Reading& reading, size_t index)
+{
+  const EventField& field = k_event_fields[index];
+  return field.type == FieldType::kind    ? &reading.kind
+         : field.type == FieldType::text  ? &(reading.event.*field.text)
+         : field.type == FieldType::bytes ? &reading.escaped[bytes_slot(index)]
+                                          : nullptr;
 }
 
 // A number field's value; false for a string field.
@@ -78,8 +106,7 @@ constexpr std::array<Prefix, k_event_field_count> k_prefixes = [] {
     put(i == 0 ? "{\"" : ",\"");
     put(k_event_fields[i].name);
     put("\":");
-    const FieldType type = k_event_fields[i].type;
-    put(type == FieldType::text || type == FieldType::kind ? "\"" : "");
+    put(is_string(k_event_fields[i].type) ? "\"" : "");
   }
   return prefixes;
 }();
@@ -135,7 +162,7 @@ public:
   string(string_t& value) override
   {
     if (m_field != k_unknown) {
-      std::string* text = text_of(m_reading, k_event_fields[m_field]);
+      std::string* text = text_of(m_reading, m_field);
       if (text == nullptr) {
         return type_error("a string");
       }
@@ -309,7 +336,7 @@ struct CanonicalReader
 };
 
 // Field `I` of a canonical line. A field every kind has must be there; one
-// that only some kinds have may be. Unrolled over the table at compile time:
+// that only some kinds (or lines) have may be. Unrolled over the table at compile time:
 // as fast as the one hand-written chain of reads it replaced.
 template <size_t I>
 bool
@@ -317,11 +344,11 @@ read_canonical_field(CanonicalReader& in, Reading& reading)
 {
   constexpr const EventField& field = k_event_fields[I];
   if (!in.literal({k_prefixes[I].text.data(), k_prefixes[I].size})) {
-    return field.written != k_every_kind;
+    return field.written != k_every_kind || !always_written(field);
   }
   reading.seen |= 1u << I;
-  if constexpr (field.type == FieldType::text || field.type == FieldType::kind) {
-    return in.string(*text_of(reading, field));
+  if constexpr (is_string(field.type)) {
+    return in.string(*text_of(reading, I));
   }
   uint64_t value = 0;
   return in.number(value) && set_number(reading, field, value);
@@ -373,6 +400,18 @@ finish(Reading reading)
     return Error{"unknown event kind '" + reading.kind + "'"};
   }
   event.event = static_cast<EventKind>(kind - k_kind_names.begin());
+  // The exact bytes replace the lossy text before that text is checked.
+  for (size_t i = 0; (reading.seen & k_bytes_fields) != 0 && i < k_event_field_count; ++i) {
+    const EventField& field = k_event_fields[i];
+    if (field.type != FieldType::bytes || !reading.has(i) || !field.written.has(event.event)) {
+      continue;
+    }
+    auto bytes = unescape_bytes(reading.escaped[bytes_slot(i)]);
+    if (!bytes) {
+      return Error{"field '" + std::string(field.name) + "': " + bytes.error().message};
+    }
+    event.*field.text = std::move(*bytes);
+  }
   for (size_t i = 0; i < k_event_field_count; ++i) {
     const EventField& field = k_event_fields[i];
     if (!field.written.has(event.event)) {
@@ -389,6 +428,45 @@ finish(Reading reading)
     }
   }
   return std::move(reading.event);
+}
+
+// The length of the well-formed UTF-8 character at the start of `text`
+// (Unicode's table 3-7, which nlohmann's decoder follows too); 0 when
+// there is none.
+size_t
+utf8_length(std::string_view text)
+{
+  const auto at = [&text](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto continuation = [&](size_t i, unsigned char low = 0x80, unsigned char high = 0xbf) {
+    return i < text.size() && at(i) >= low && at(i) <= high;
+  };
+  const unsigned char lead = at(0);
+  if (lead < 0x80) {
+    return 1;
+  }
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    return continuation(1) ? 2 : 0;
+  }
+  if (lead >= 0xe0 && lead <= 0xef) {
+    const unsigned char low = lead == 0xe0 ? 0xa0 : 0x80;  // no overlong forms
+    const unsigned char high = lead == 0xed ? 0x9f : 0xbf; // no surrogates
+    return continuation(1, low, high) && continuation(2) ? 3 : 0;
+  }
+  if (lead >= 0xf0 && lead <= 0xf4) {
+    const unsigned char low = lead == 0xf0 ? 0x90 : 0x80;
+    const unsigned char high = lead == 0xf4 ? 0x8f : 0xbf; // nothing above U+10FFFF
+    return continuation(1, low, high) && continuation(2) && continuation(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+int
+hex_value(char c)
+{
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                : -1;
 }
 
 // The rest of a string whose opening quote is written, up to its closing one.
@@ -417,6 +495,11 @@ write_field(const Event& event, std::string& out)
   if (!field.written.has(event.event)) {
     return;
   }
+  if constexpr (field.type == FieldType::bytes) {
+    if (is_utf8(event.*field.text)) {
+      return; // the text field holds it exactly
+    }
+  }
   out.append(k_prefixes[I].text.data(), k_prefixes[I].size);
   char digits[24];
   if constexpr (field.type == FieldType::format) {
@@ -426,6 +509,8 @@ write_field(const Event& event, std::string& out)
   } else if constexpr (field.type == FieldType::kind) {
     out += event_kind_name(event.event);
     out += '"';
+  } else if constexpr (field.type == FieldType::bytes) {
+    append_text(out, escape_bytes(event.*field.text));
   } else {
     append_text(out, event.*field.text);
   }
@@ -449,6 +534,82 @@ event_kind_name(EventKind kind)
 {
   const auto index = static_cast<size_t>(kind);
   return index < k_kind_names.size() ? k_kind_names[index] : k_kind_names[0];
+}
+
+bool
+is_utf8(std::string_view text)
+{
+  // Eight bytes at a time while they are ASCII, as nearly every path is: a
+  // byte loop over the path and the build tree cost 18% of serialize().
+  size_t ascii = 0;
+  for (uint64_t word = 0; ascii + 8 <= text.size(); ascii += 8) {
+    std::memcpy(&word, text.data() + ascii, 8);
+    if ((word & 0x8080808080808080u) != 0) {
+      break;
+    }
+  }
+  for (size_t at = ascii; at < text.size();) {
+    if (static_cast<unsigned char>(text[at]) < 0x80) {
+      ++at;
+    } else if (const size_t length = utf8_length(text.substr(at)); length != 0) {
+      at += length;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string
+lossy_text(std::string_view text)
+{
+  if (is_utf8(text)) {
+    return std::string(text);
+  }
+  // Through nlohmann both ways, so that this is what the line says.
+  return json::parse(json(text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+}
+
+std::string
+escape_bytes(std::string_view text)
+{
+  static constexpr char k_digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (size_t at = 0; at < text.size();) {
+    const size_t length = text[at] == '%' ? 0 : utf8_length(text.substr(at));
+    if (length != 0) {
+      out.append(text, at, length);
+      at += length;
+      continue;
+    }
+    const auto byte = static_cast<unsigned char>(text[at++]);
+    out += '%';
+    out += k_digits[byte >> 4];
+    out += k_digits[byte & 0xf];
+  }
+  return out;
+}
+
+Expected<std::string>
+unescape_bytes(std::string_view escaped)
+{
+  std::string out;
+  out.reserve(escaped.size());
+  for (size_t at = 0; at < escaped.size(); ++at) {
+    if (escaped[at] != '%') {
+      out += escaped[at];
+      continue;
+    }
+    const int high = at + 2 < escaped.size() ? hex_value(escaped[at + 1]) : -1;
+    const int low = at + 2 < escaped.size() ? hex_value(escaped[at + 2]) : -1;
+    if (high < 0 || low < 0) {
+      return Error{"'%' at byte " + std::to_string(at) + " is not followed by two hex digits"};
+    }
+    out += static_cast<char>(high * 16 + low);
+    at += 2;
+  }
+  return out;
 }
 
 std::string

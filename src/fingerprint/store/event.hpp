@@ -23,7 +23,8 @@ std::string_view event_kind_name(EventKind kind);
 
 // One line of an artifact's log (README, "The store"). The order on disk is
 // that of k_event_fields below, so serialize(parse(line)) == line for every
-// line we write.
+// line we write. Paths hold the exact bytes of the file's name, UTF-8 or
+// not: they are what queries open and compare (see FieldType::bytes).
 struct Event
 {
   int v = k_event_version;
@@ -73,6 +74,13 @@ enum class FieldType
   kind,   // Event::event, its name as a string
   count,  // a non-negative number: `count`
   text,   // a string: `text`
+  // The exact bytes of the text field `text` names, written right after it
+  // and only when they are not UTF-8, which a JSON string cannot carry: that
+  // field then holds the text with U+FFFD for each invalid sequence (for
+  // people, and for readers older than this field, which skip it), and this
+  // one the bytes, escaped (escape_bytes). A reader that finds it takes the
+  // bytes from it. Lines of UTF-8 names are as they always were.
+  bytes,
 };
 
 // What a field must hold, checked on every event read, for the kinds that
@@ -89,7 +97,7 @@ struct EventField
 {
   std::string_view name;
   FieldType type = FieldType::text;
-  std::string Event::*text = nullptr; // FieldType::text
+  std::string Event::*text = nullptr; // FieldType::text, and the field FieldType::bytes is of
   uint64_t Event::*count = nullptr;   // FieldType::count
   EventKinds written = k_every_kind;  // the kinds whose lines have it
   EventKinds required = k_every_kind; // the kinds a line is refused without it (older writers lacked the rest)
@@ -110,11 +118,13 @@ inline constexpr EventField k_event_fields[] = {
   {.name = "digest", .text = &Event::digest, .check = FieldCheck::digest, .column = "digest"},
   {.name = "size", .type = FieldType::count, .count = &Event::size},
   {.name = "path", .text = &Event::path, .check = FieldCheck::absolute_path},
+  {.name = "path_bytes", .type = FieldType::bytes, .text = &Event::path, .required = k_no_kind},
   {.name = "project", .text = &Event::project, .column = "project"},
   {.name = "version", .text = &Event::version, .required = k_no_kind},
   {.name = "target", .text = &Event::target},
   {.name = "build", .text = &Event::build, .column = "build"},
   {.name = "build_dir", .text = &Event::build_dir, .check = FieldCheck::absolute_path},
+  {.name = "build_dir_bytes", .type = FieldType::bytes, .text = &Event::build_dir, .required = k_no_kind},
   {.name = "host", .text = &Event::host},
   {.name = "time", .text = &Event::time},
   {.name = "product",
@@ -132,12 +142,42 @@ inline constexpr EventField k_event_fields[] = {
 };
 inline constexpr size_t k_event_field_count = std::size(k_event_fields);
 
-// One JSON object, no trailing newline. Paths that are not valid UTF-8 have
-// the offending bytes replaced by U+FFFD (JSON cannot carry raw bytes).
+// Whether a line holds the field in every event of the kinds it is written
+// for; else only in some (a FieldType::bytes field).
+constexpr bool
+always_written(const EventField& field)
+{
+  return field.type != FieldType::bytes;
+}
+
+// One JSON object, no trailing newline. A path that is not valid UTF-8 is
+// written twice: with U+FFFD for each invalid sequence in its own field, and
+// exactly in its FieldType::bytes field. Other text that is not UTF-8 (a
+// project's name) has U+FFFD only.
 std::string serialize(const Event& event);
 
+// Whether `text` is well-formed UTF-8 (Unicode's table 3-7: no overlong
+// forms, no surrogates, nothing above U+10FFFF), which JSON carries as is.
+bool is_utf8(std::string_view text);
+
+// `text` for people and JSON: as it is when UTF-8, else with U+FFFD for each
+// invalid sequence, exactly as a line's text fields spell it.
+std::string lossy_text(std::string_view text);
+
+// The escaped form a FieldType::bytes field holds: the bytes of `text`, with
+// '%' and each byte that is not part of a well-formed UTF-8 character
+// written %XX (uppercase hex), e.g. "/b/lib%FF.a". Plain RFC 3986
+// percent-decoding (Python's urllib.parse.unquote_to_bytes) gives the bytes
+// back, and the name stays readable where it is UTF-8.
+std::string escape_bytes(std::string_view text);
+
+// The bytes escape_bytes() escaped; an error for a '%' not followed by two
+// hex digits.
+Expected<std::string> unescape_bytes(std::string_view escaped);
+
 // An event as a store keeps it: its line, and the event as it reads back
-// from that line (a name that was not UTF-8 has U+FFFD, as the line has).
+// from that line (paths exactly; other text that was not UTF-8 with U+FFFD,
+// as the line has it).
 struct StoredEvent
 {
   std::string line;

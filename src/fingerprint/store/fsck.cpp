@@ -4,14 +4,18 @@
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
+#include <fingerprint/store/time_check.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <fcntl.h>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -92,7 +96,12 @@ keep_copy(int root_fd, int dir_fd, const std::string& name, int fd, const std::s
     return quarantine_fd.error();
   }
   const std::string target_file(target_name);
-  if (::linkat(dir_fd, name.c_str(), quarantine_fd->get(), target_file.c_str(), 0) == 0) {
+  // A hard link when that adds no way out of the store: never to a file
+  // the store refuses (a second link to it would be one more).
+  struct stat st
+  {};
+  const bool may_link = ::fstat(fd, &st) == 0 && !detail::refused_file(root_fd, st);
+  if (may_link && ::linkat(dir_fd, name.c_str(), quarantine_fd->get(), target_file.c_str(), 0) == 0) {
     return util::fsync_directory(quarantine_fd->get());
   }
   // Someone else's file under fs.protected_hardlinks: copy it.
@@ -100,8 +109,12 @@ keep_copy(int root_fd, int dir_fd, const std::string& name, int fd, const std::s
   if (!text) {
     return text.error();
   }
-  Fd out(
-    ::openat(quarantine_fd->get(), target_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  // A refused file may be an outside file this user can read and the
+  // group cannot: its copy is this user's alone.
+  Fd out(::openat(quarantine_fd->get(),
+                  target_file.c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  may_link ? 0666 : 0600));
   if (!out) {
     return make_error(target, util::errno_text(errno));
   }
@@ -230,7 +243,10 @@ rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra,
       for (const Event& event : extra) {
         result.restored += add(event) ? 1 : 0;
       }
-      if (checked.findings.empty() && result.restored == 0) {
+      struct stat st
+      {};
+      const bool refused = ::fstat(log.fd, &st) == 0 && detail::refused_file(root_fd, st);
+      if (checked.findings.empty() && result.restored == 0 && !refused) {
         return detail::Replacement{}; // healthy by now: another repair got there first
       }
       // The original goes to the quarantine before it is replaced, under the same lock.
@@ -238,7 +254,9 @@ rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra,
       if (auto kept = keep_copy(root_fd, log.dir_fd, log.name, log.fd, quarantined_as); !kept) {
         return make_error(file.relative, "cannot keep a copy in the quarantine: " + kept.error().message);
       }
-      replacement.action = detail::Replacement::Action::replace;
+      // Nothing readable left: no log rather than an empty one.
+      replacement.action =
+        replacement.text.empty() ? detail::Replacement::Action::remove : detail::Replacement::Action::replace;
       result.changed = true;
       return replacement;
     });
@@ -246,6 +264,163 @@ rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra,
     return done.error();
   }
   return result;
+}
+
+// How long a change can take at most, for fsck --repair without the change
+// lock: what is younger may be a change still in progress.
+constexpr std::int64_t k_settle_ns = 60LL * 1'000'000'000;
+
+// Where an event is kept: its build's index, its artifact's log, and for an
+// installed copy of another file, also that file's log (append() and
+// `installed` write all of them). An event seen in some and not all of
+// them is one-sided: a call that did not finish, an interrupted gc, or a
+// lost line.
+enum Home : std::uint8_t
+{
+  in_index = 1,
+  in_log = 2,
+  in_origin_log = 4,
+};
+
+std::uint8_t
+homes_of(const Event& event)
+{
+  const bool linked = event.event == EventKind::installed && !event.from.empty() && event.from != event.digest;
+  return in_index | in_log | (linked ? in_origin_log : 0);
+}
+
+std::uint8_t
+home_in(const StoreFile& file, const Event& event)
+{
+  if (file.kind == FileKind::build_index) {
+    return in_index;
+  }
+  return event.digest == file.key.str() ? in_log : in_origin_log;
+}
+
+std::string
+home_path(std::uint8_t home, const Event& event)
+{
+  if (home == in_index) {
+    return layout::build_index({event.project, event.build});
+  }
+  auto key = parse_digest_key(home == in_log ? event.digest : event.from);
+  return key ? key->log_path() : std::string();
+}
+
+// One event seen in one file: 16 bytes, so a store of millions of events
+// is cross-checked in memory.
+struct Sighting
+{
+  std::uint64_t event; // hash of its dedupe key
+  std::uint32_t file;  // index into the walk
+  std::uint8_t home;
+  std::uint8_t homes; // where it belongs
+};
+
+std::uint64_t
+event_hash(const Event& event)
+{
+  return std::hash<std::string>{}(detail::dedupe_key(event));
+}
+
+// An event found on one side only, and where its missing copies belong.
+struct OneSided
+{
+  Event event;
+  size_t holder = 0;        // a file that has it (index into the walk)
+  std::uint8_t missing = 0; // the homes without it
+};
+
+// The one-sided events: sightings grouped by event; the holders read again
+// for the events themselves (few, in a healthy store none).
+std::vector<OneSided>
+find_one_sided(int root_fd, const std::vector<StoreFile>& files, std::vector<Sighting>& sightings)
+{
+  std::sort(sightings.begin(), sightings.end(), [](const Sighting& a, const Sighting& b) {
+    return std::tie(a.event, a.file) < std::tie(b.event, b.file);
+  });
+  std::map<std::uint32_t, std::map<std::uint64_t, std::uint8_t>> wanted; // holder -> event -> missing
+  for (size_t first = 0; first < sightings.size();) {
+    size_t last = first;
+    std::uint8_t seen = 0;
+    while (last < sightings.size() && sightings[last].event == sightings[first].event) {
+      seen |= sightings[last].home;
+      ++last;
+    }
+    if (const std::uint8_t missing = sightings[first].homes & ~seen; missing != 0) {
+      wanted[sightings[first].file][sightings[first].event] = missing;
+    }
+    first = last;
+  }
+  std::vector<OneSided> found;
+  for (const auto& [holder, events] : wanted) {
+    const StoreFile& file = files[holder];
+    auto fd = detail::open_below(root_fd, file.relative, O_RDONLY | O_NONBLOCK, false);
+    auto text = fd && fd->valid() ? util::read_all(fd->get()) : Expected<std::string>(std::string());
+    if (!text) {
+      continue;
+    }
+    for (Event& event : check_contents(file, *text).events) {
+      if (auto it = events.find(event_hash(event)); it != events.end()) {
+        found.push_back({std::move(event), holder, it->second});
+      }
+    }
+  }
+  return found;
+}
+
+// The hashes of the events in the file at `relative` (none when absent).
+std::set<std::uint64_t>
+hashes_in(int root_fd, const std::string& relative)
+{
+  std::set<std::uint64_t> hashes;
+  auto fd = detail::open_below(root_fd, relative, O_RDONLY | O_NONBLOCK, false);
+  auto text = fd && fd->valid() ? util::read_all(fd->get()) : Expected<std::string>(std::string());
+  if (text) {
+    LogContents contents;
+    detail::parse_lines(*text, relative, contents);
+    for (const Event& event : contents.events) {
+      hashes.insert(event_hash(event));
+    }
+  }
+  return hashes;
+}
+
+// Looks at the one-sided events again, reading their holders and missing
+// homes once more: a change in progress when the store was read (an append
+// between its logs and its index, a gc between its logs and its indexes)
+// has finished by now, or, under the change lock held exclusively, has.
+void
+look_again(int root_fd, const std::vector<StoreFile>& files, std::vector<OneSided>& one_sided)
+{
+  std::map<std::string, std::set<std::uint64_t>> read;
+  auto holds = [&](const std::string& relative, std::uint64_t hash) {
+    auto it = read.find(relative);
+    if (it == read.end()) {
+      it = read.emplace(relative, hashes_in(root_fd, relative)).first;
+    }
+    return it->second.contains(hash);
+  };
+  std::erase_if(one_sided, [&](OneSided& item) {
+    const std::uint64_t hash = event_hash(item.event);
+    if (!holds(files[item.holder].relative, hash)) {
+      return true; // taken back, or gone with a gc
+    }
+    for (const std::uint8_t home : {in_log, in_origin_log, in_index}) {
+      if ((item.missing & home) != 0 && holds(home_path(home, item.event), hash)) {
+        item.missing &= static_cast<std::uint8_t>(~home);
+      }
+    }
+    return item.missing == 0;
+  });
+}
+
+std::string
+describe_event(const Event& event)
+{
+  return std::string(event_kind_name(event.event)) + " " + event.digest + " of " + event.project + " " + event.target
+         + " " + event.build;
 }
 
 } // namespace
@@ -258,6 +433,10 @@ fsck_kind_name(FsckKind kind)
       return "torn";
     case FsckKind::leftover:
       return "leftover";
+    case FsckKind::one_sided:
+      return "one-sided";
+    case FsckKind::empty:
+      return "empty";
     case FsckKind::damage:
       break;
   }
@@ -280,6 +459,10 @@ DirectoryStore::fsck(const FsckOptions& options) const
   const size_t total = listing.entries.size();
   std::vector<const StoreFile*> damaged;
   std::vector<std::vector<size_t>> findings_of(total); // indexes into report.findings
+  std::set<std::string> damaged_files;
+  std::vector<Sighting> sightings;
+  std::vector<size_t> empties; // into listing.entries
+  const std::int64_t now = util::now_ns();
   for (size_t i = 0; i < total; ++i) {
     const StoreFile& file = listing.entries[i];
     const size_t before = report.findings.size();
@@ -290,12 +473,39 @@ DirectoryStore::fsck(const FsckOptions& options) const
       (file.kind == FileKind::artifact_log ? report.logs : report.build_indexes) += 1;
       auto fd = detail::open_below(root_fd, file.relative, O_RDONLY | O_NONBLOCK, false);
       auto text = fd && fd->valid() ? util::read_all(fd->get()) : Expected<std::string>(std::string());
+      struct stat st
+      {};
+      std::optional<std::string> refused;
+      if (fd && fd->valid() && ::fstat(fd->get(), &st) == 0) {
+        refused = detail::refused_file(root_fd, st);
+      }
+      if (refused) {
+        report.findings.push_back({file.relative, 0, *refused, FsckKind::damage, {}});
+      }
       if (!fd || !text) {
         report.findings.push_back(
           {file.relative, 0, fd ? text.error().message : fd.error().message, FsckKind::damage, {}});
+      } else if (text->empty() && !refused) {
+        empties.push_back(i);
       } else {
         Checked checked = check_contents(file, *text);
         report.events += checked.events.size();
+        if (file.kind == FileKind::build_index) {
+          // Once per build: its events share the clock that recorded them.
+          for (const Event& event : checked.events) {
+            if (time_is_in_future(event.time, now, k_future_tolerance_ns)) {
+              report.warnings.push_back(file.relative + ": " + event.project + " " + event.build + " is recorded at "
+                                        + event.time
+                                        + ", in the future (the recording machine's clock was ahead); gc trusts "
+                                          "its build tree's sequence over that time");
+              break;
+            }
+          }
+        }
+        for (const Event& event : checked.events) {
+          sightings.push_back(
+            {event_hash(event), static_cast<std::uint32_t>(i), home_in(file, event), homes_of(event)});
+        }
         for (auto& finding : checked.findings) {
           report.findings.push_back(std::move(finding));
         }
@@ -306,12 +516,134 @@ DirectoryStore::fsck(const FsckOptions& options) const
     }
     if (report.findings.size() > before) {
       damaged.push_back(&file);
+      damaged_files.insert(file.relative);
     }
     if (options.progress) {
       options.progress(i + 1, total);
     }
   }
-  if (!options.repair || damaged.empty()) {
+  // Events on one side only. Those whose missing copy belongs in a damaged
+  // file are restored by its rebuild below (from its counterparts), the
+  // rest are appended where they are missing.
+  std::vector<OneSided> one_sided = find_one_sided(root_fd, listing.entries, sightings);
+  // Held until the repair is done: no change can be in progress meanwhile.
+  util::Fd change;
+  if (!one_sided.empty() || !empties.empty()) {
+    if (options.repair) {
+      // Bounded: busy appenders can hold it shared without a pause for as
+      // long as a build runs (flock() queues no one). Without it, what is
+      // younger than k_settle_ns is left for a quieter moment.
+      for (int attempt = 0; attempt < 100 && !change; ++attempt) {
+        change = detail::change_lock(root_fd, LOCK_EX | LOCK_NB);
+        if (!change) {
+          ::usleep(10'000);
+        }
+      }
+    }
+    look_again(root_fd, listing.entries, one_sided);
+    // An append between creating its log and writing it, likewise.
+    std::erase_if(empties, [&](size_t i) {
+      struct stat st
+      {};
+      return ::fstatat(root_fd, listing.entries[i].relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size != 0;
+    });
+  }
+  std::vector<size_t> one_sided_findings;
+  for (const OneSided& item : one_sided) {
+    std::string where;
+    for (const std::uint8_t home : {in_log, in_origin_log, in_index}) {
+      if ((item.missing & home) != 0) {
+        where += (where.empty() ? "" : " and ") + home_path(home, item.event);
+      }
+    }
+    const bool index_missing = (item.missing & in_index) != 0;
+    one_sided_findings.push_back(report.findings.size());
+    report.findings.push_back(
+      {listing.entries[item.holder].relative,
+       0,
+       describe_event(item.event) + " is missing from " + where
+         + (index_missing ? " (a record call that did not finish)" : " (an interrupted gc, or a lost line)"),
+       FsckKind::one_sided,
+       {}});
+  }
+  for (const size_t i : empties) {
+    findings_of[i].push_back(report.findings.size());
+    report.findings.push_back({listing.entries[i].relative,
+                               0,
+                               "empty log (left by a record call that failed or was killed before writing)",
+                               FsckKind::empty,
+                               {}});
+  }
+  if (!options.repair) {
+    return report;
+  }
+
+  // Without the change lock, what a change in progress may still be
+  // writing is left alone.
+  const std::int64_t settled = now - k_settle_ns;
+  const std::string left_alone = " (left alone: less than a minute old while the store was busy, so its change may "
+                                 "still be running; run fingerprint fsck --repair again later)";
+  for (const size_t i : empties) {
+    const StoreFile& file = listing.entries[i];
+    struct stat st
+    {};
+    if (!change && ::fstatat(root_fd, file.relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
+        && st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec > settled) {
+      report.findings[findings_of[i].back()].problem += left_alone;
+      continue;
+    }
+    auto removed = detail::replace_locked(
+      root_fd, file.relative, file.relative, layout::TempTag::repair, true, [](const detail::LockedLog& log) {
+        detail::Replacement replacement;
+        if (log.text.empty()) { // else an appender got there first: it is a log now
+          replacement.action = detail::Replacement::Action::remove;
+        }
+        return Expected<detail::Replacement>(replacement);
+      });
+    const std::string repair = removed ? "removed (it held nothing)" : std::string();
+    auto& finding = report.findings[findings_of[i].back()];
+    if (removed || removed.error().message.ends_with("no such log")) {
+      finding.repair = removed ? repair : "already gone";
+      ++report.repaired;
+    } else {
+      finding.problem += " (not repaired: " + removed.error().message + ")";
+    }
+  }
+  for (size_t n = 0; n < one_sided.size(); ++n) {
+    const OneSided& item = one_sided[n];
+    auto& finding = report.findings[one_sided_findings[n]];
+    if (!change && util::parse_rfc3339(item.event.time) > settled) {
+      finding.problem += left_alone;
+      continue;
+    }
+    std::string restored;
+    std::string failed;
+    for (const std::uint8_t home : {in_log, in_origin_log, in_index}) {
+      if ((item.missing & home) == 0) {
+        continue;
+      }
+      const std::string path = home_path(home, item.event);
+      if (damaged_files.contains(path)) {
+        restored += (restored.empty() ? "" : "; ") + std::string("restored by the rebuild of ") + path;
+        continue;
+      }
+      auto line = serialize_for_storing(item.event);
+      auto appended = line ? append_line(path, *line, nullptr) : Expected<detail::Appended>(line.error());
+      if (appended) {
+        restored += (restored.empty() ? "" : "; ") + std::string("appended to ") + path;
+        ++report.events_restored;
+      } else {
+        failed = appended.error().message;
+      }
+    }
+    if (failed.empty()) {
+      finding.repair = restored;
+      ++report.repaired;
+    } else {
+      finding.problem += " (not repaired: " + failed + ")";
+    }
+  }
+  if (damaged.empty()) {
     return report;
   }
 

@@ -1,9 +1,12 @@
 #include <fingerprint/store/gc.hpp>
+#include <fingerprint/store/time_check.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <sys/stat.h>
 
 namespace fingerprint::store {
@@ -16,6 +19,85 @@ struct UnitFacts
   std::string build_dir;
   std::string newest; // RFC 3339: sorts by time
 };
+
+// A build id the CMake module counted: "<n>-<8 hex>" (hook/build_id.hpp).
+struct Sequenced
+{
+  unsigned long long number = 0;
+  std::string tag;
+};
+
+std::optional<Sequenced>
+sequenced(std::string_view build)
+{
+  const auto dash = build.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash > 18 || !util::is_lower_hex(build.substr(dash + 1), 8)) {
+    return std::nullopt;
+  }
+  Sequenced id;
+  for (const char c : build.substr(0, dash)) {
+    if (c < '0' || c > '9') {
+      return std::nullopt;
+    }
+    id.number = id.number * 10 + static_cast<unsigned long long>(c - '0');
+  }
+  id.tag = std::string(build.substr(dash + 1));
+  return id;
+}
+
+// What gc goes by for each (project, build): its newest time, lowered to
+// the newest time of a later build of its tree where that is earlier and
+// its own is in the future (GcTimeCorrection). Only a time in the future is
+// lowered: a later build whose clock was behind (a machine booted at 1970)
+// must not make every build before it look old enough to collect. Only
+// builds with a sequenced id are in the map.
+std::map<std::pair<std::string, std::string>, int64_t>
+sequence_times(const std::map<GcUnit, UnitFacts>& units, std::vector<GcTimeCorrection>& corrections)
+{
+  struct Build
+  {
+    unsigned long long number = 0;
+    std::string build;
+    std::string newest;
+  };
+  std::map<std::pair<std::string, std::string>, std::map<std::string, Build>> trees; // (project, tag) -> builds
+  for (const auto& [unit, facts] : units) {
+    if (auto id = sequenced(unit.build)) {
+      auto& build = trees[{unit.project, id->tag}][unit.build];
+      build.number = id->number;
+      build.build = unit.build;
+      build.newest = std::max(build.newest, facts.newest);
+    }
+  }
+  std::map<std::pair<std::string, std::string>, int64_t> times;
+  const int64_t now = util::now_ns();
+  for (auto& [tree, builds] : trees) {
+    std::vector<Build*> order;
+    for (auto& [name, build] : builds) {
+      order.push_back(&build);
+    }
+    std::sort(order.begin(), order.end(), [](const Build* a, const Build* b) { return a->number > b->number; });
+    int64_t later = -1; // the earliest newest time of the builds after this one
+    const Build* later_build = nullptr;
+    for (const Build* build : order) {
+      int64_t when = util::parse_rfc3339(build->newest);
+      if (when >= 0 && later >= 0 && later < when && when > now + k_future_tolerance_ns) {
+        corrections.push_back(
+          {tree.first, build->build, build->newest, util::format_rfc3339(later), later_build->build});
+        when = later;
+      }
+      times[{tree.first, build->build}] = when;
+      if (when >= 0 && (later < 0 || when < later)) {
+        later = when;
+        later_build = build;
+      }
+    }
+  }
+  std::sort(corrections.begin(), corrections.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.project, a.build) < std::tie(b.project, b.build);
+  });
+  return times;
+}
 
 // Only "it is not there" drops; a tree we may not look into stays.
 bool
@@ -67,9 +149,24 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
     return read.error();
   }
 
+  const auto corrected = sequence_times(units, plan.corrections);
+
+  // Newest first: by time, then, within one tree (whose times are in
+  // sequence order once corrected), by sequence.
+  struct Ranked
+  {
+    int64_t when = -1;
+    unsigned long long number = 0;
+    GcUnit unit;
+  };
   std::map<std::string, bool> exists; // build tree -> whether it is there
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, GcUnit>>> by_target;
+  std::map<std::pair<std::string, std::string>, std::vector<Ranked>> by_target;
   for (const auto& [unit, facts] : units) {
+    int64_t when = util::parse_rfc3339(facts.newest);
+    const auto in_tree = corrected.find({unit.project, unit.build});
+    if (in_tree != corrected.end() && in_tree->second >= 0 && (when < 0 || in_tree->second < when)) {
+      when = in_tree->second;
+    }
     bool drop = false;
     if (policy.missing_build_dirs && facts.host == policy.host) {
       auto [it, inserted] = exists.try_emplace(facts.build_dir, false);
@@ -79,19 +176,26 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
       drop = !it->second;
     }
     if (policy.max_age_ns >= 0) {
-      const int64_t when = util::parse_rfc3339(facts.newest);
       drop = drop || (when >= 0 && policy.now_ns - when > policy.max_age_ns);
     }
     if (drop) {
       plan.dropped.insert(unit);
     } else if (policy.keep_builds > 0) {
-      by_target[{unit.project, unit.target}].emplace_back(facts.newest, unit);
+      // A sequenced build ranks by its tree's corrected time (the same for
+      // all its targets), so that one target's order follows the sequence.
+      if (in_tree != corrected.end()) {
+        by_target[{unit.project, unit.target}].push_back({in_tree->second, sequenced(unit.build)->number, unit});
+      } else {
+        by_target[{unit.project, unit.target}].push_back({when, 0, unit});
+      }
     }
   }
   for (auto& [target, list] : by_target) {
-    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::sort(list.begin(), list.end(), [](const Ranked& a, const Ranked& b) {
+      return std::tie(a.when, a.number, a.unit.build) > std::tie(b.when, b.number, b.unit.build);
+    });
     for (size_t i = static_cast<size_t>(policy.keep_builds); i < list.size(); ++i) {
-      plan.dropped.insert(list[i].second);
+      plan.dropped.insert(list[i].unit);
     }
   }
   return plan;
@@ -106,7 +210,7 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
   };
 
   // The logs those units wrote to: from their builds' indexes.
-  std::set<std::string> logs; // digests
+  std::map<std::string, std::set<std::pair<std::string, std::string>>> logs; // digest -> builds with events there
   std::set<std::pair<std::string, std::string>> touched_builds;
   for (const auto& unit : plan.dropped) {
     touched_builds.emplace(unit.project, unit.build);
@@ -119,20 +223,25 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
     }
     for (const auto& event : index->events) {
       if (is_dropped(event)) {
-        logs.insert(event.digest);
+        logs[event.digest].emplace(project, build);
         if (event.event == EventKind::installed && event.from != event.digest) {
-          logs.insert(event.from); // its link in the origin's log
+          logs[event.from].emplace(project, build); // its link in the origin's log
         }
       }
     }
   }
 
+  // Logs first, indexes last: one-sided meanwhile, which fsck --repair must
+  // not take for damage.
+  const util::Fd change = dry_run ? util::Fd() : store.hold_for_change();
   size_t done = 0;
-  for (const auto& digest : logs) {
+  std::set<std::pair<std::string, std::string>> unfinished; // builds a log kept events of
+  for (const auto& [digest, builds] : logs) {
     auto key = parse_digest_key(digest);
     auto removed = key ? store.remove_events(*key, is_dropped, dry_run) : Expected<CompactionResult>(key.error());
     if (!removed) {
       result.failures.push_back(removed.error().message);
+      unfinished.insert(builds.begin(), builds.end());
     } else if (removed->events_after != removed->events_before) {
       result.events_dropped += removed->events_before - removed->events_after;
       (removed->removed ? result.logs.removed : result.logs.rewritten) += 1;
@@ -143,6 +252,11 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
   }
   // The indexes last (see apply_gc's comment in gc.hpp).
   for (const auto& [project, build] : touched_builds) {
+    if (unfinished.contains({project, build})) {
+      // A log still holds some of its events: its index keeps them too, so
+      // the store stays whole and the next gc knows what is left to do.
+      continue;
+    }
     auto removed = store.remove_build_events({project, build}, is_dropped, dry_run);
     if (!removed) {
       result.failures.push_back(removed.error().message);

@@ -25,6 +25,7 @@ struct GcPolicy
   int64_t max_age_ns = -1;
   int64_t now_ns = 0;
   // Keep only the newest N builds of each project and target (-1: all).
+  // Newest by time, but by sequence within one build tree (GcTimeCorrection).
   long keep_builds = -1;
 };
 
@@ -42,11 +43,28 @@ struct GcUnit
   }
 };
 
+// A build whose recorded time gc did not trust. The builds of one build
+// tree are numbered in the order they ran ("<n>-<tag>", the ids the CMake
+// module counts); a clock that was ahead when build n ran gives it a newest
+// time after that of a later build n+k of the same tree. Such a build is
+// taken to be as old as the oldest of its tree's later builds: otherwise
+// --keep-builds keeps it over the real newest build, and --older-than never
+// collects it.
+struct GcTimeCorrection
+{
+  std::string project;
+  std::string build;
+  std::string recorded;    // its newest event's time
+  std::string taken;       // the time gc went by
+  std::string later_build; // the later build of its tree that has that time
+};
+
 struct GcPlan
 {
   size_t builds_seen = 0;
   std::set<GcUnit> dropped;
-  std::vector<LogProblem> problems; // unreadable lines met in the build index
+  std::vector<LogProblem> problems;          // unreadable lines met in the build index
+  std::vector<GcTimeCorrection> corrections; // builds whose time was taken from their tree's sequence
 
   // How many (project, build) pairs lose events.
   size_t builds_dropped() const;
@@ -71,6 +89,9 @@ struct GcResult
 using GcProgress = std::function<void(size_t, size_t)>;
 
 // Reads the build index and decides what goes; changes nothing.
+// "Older than" and "newest" go by each build's time corrected by its tree's
+// sequence (GcTimeCorrection); ids of another form (FINGERPRINT_BUILD_ID, a
+// CI's run id, `record --build-id`) go by their recorded time alone.
 Expected<GcPlan> plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress = {});
 
 // Drops the plan's events: from the artifact logs first, the build indexes

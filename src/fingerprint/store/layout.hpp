@@ -24,6 +24,9 @@ namespace fingerprint::store::layout {
 inline constexpr std::string_view k_objects = "objects";
 inline constexpr std::string_view k_builds = "builds";
 inline constexpr std::string_view k_quarantine = "quarantine";
+// Empty; appends and gc hold its flock() shared while they change a store,
+// fsck --repair exclusively while it mends one-sided events.
+inline constexpr std::string_view k_change_lock = "change.lock";
 inline constexpr std::string_view k_log_suffix = ".jsonl";
 
 // objects/<algorithm>/<first 2 hex>/<hex>.jsonl

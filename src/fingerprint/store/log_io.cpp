@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
+#include <map>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace fingerprint::store::detail {
 
@@ -37,6 +39,105 @@ open_below(int root_fd, const std::string& relative, int flags, bool create_pare
       return make_error(relative, "is a symbolic link (not followed inside the store)");
     }
     return make_error(relative, util::errno_text(errno));
+  }
+  return fd;
+}
+
+namespace {
+
+// The fields of the line of `file` (an /etc/passwd or /etc/group) whose
+// field `key_field` is `key`.
+std::vector<std::string>
+account_entry(const char* file, size_t key_field, const std::string& key)
+{
+  Fd fd(::open(file, O_RDONLY | O_CLOEXEC));
+  auto text = fd ? util::read_all(fd.get()) : Expected<std::string>(std::string());
+  std::string_view rest = text ? std::string_view(*text) : std::string_view();
+  while (!rest.empty()) {
+    const size_t newline = rest.find('\n');
+    const std::string_view line = rest.substr(0, newline);
+    rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
+    std::vector<std::string> fields;
+    for (size_t at = 0;;) {
+      const size_t colon = line.find(':', at);
+      fields.emplace_back(line.substr(at, colon == std::string_view::npos ? std::string_view::npos : colon - at));
+      if (colon == std::string_view::npos) {
+        break;
+      }
+      at = colon + 1;
+    }
+    if (fields.size() > key_field && fields[key_field] == key) {
+      return fields;
+    }
+  }
+  return {};
+}
+
+// Whether the account database's files name `uid` a member of `gid` (its
+// primary group, or listed in the group). Read from /etc/passwd and
+// /etc/group directly, once per process and pair: the runner is static, and
+// NSS modules (LDAP) are not for it to load; a member known only there
+// counts through the file's group instead.
+bool
+in_group(uid_t uid, gid_t gid)
+{
+  static std::map<std::pair<uid_t, gid_t>, bool> known;
+  if (auto it = known.find({uid, gid}); it != known.end()) {
+    return it->second;
+  }
+  bool member = false;
+  const auto user = account_entry("/etc/passwd", 2, std::to_string(uid));
+  if (user.size() > 3) {
+    member = user[3] == std::to_string(gid);
+    const auto group = account_entry("/etc/group", 2, std::to_string(gid));
+    for (size_t at = 0; !member && group.size() > 3 && at <= group[3].size();) {
+      const size_t comma = std::min(group[3].find(',', at), group[3].size());
+      member = group[3].compare(at, comma - at, user[0]) == 0 && comma - at == user[0].size();
+      at = comma + 1;
+    }
+  }
+  known[{uid, gid}] = member;
+  return member;
+}
+
+} // namespace
+
+std::optional<std::string>
+refused_file(int root_fd, const struct stat& st)
+{
+  if (S_ISREG(st.st_mode) && st.st_nlink != 1) {
+    return "has " + std::to_string(st.st_nlink)
+           + " hard links: refused, since a write would also land in a file outside the store";
+  }
+  struct stat root
+  {};
+  if (st.st_uid == ::geteuid() || st.st_uid == 0 || ::fstat(root_fd, &root) != 0 || st.st_uid == root.st_uid) {
+    return std::nullopt;
+  }
+  // Of a group-shared store, every member's files have its group (its
+  // setgid directories give it), and only members can give it; a member's
+  // own group is theirs where default ACLs share the store instead. A store
+  // anyone may write to is everyone's.
+  if (st.st_gid == root.st_gid || (root.st_mode & S_IWOTH) != 0 || in_group(st.st_uid, root.st_gid)) {
+    return std::nullopt;
+  }
+  return "is owned by user " + std::to_string(st.st_uid) + " and group " + std::to_string(st.st_gid)
+         + ", neither of them the store's (user " + std::to_string(root.st_uid) + ", group "
+         + std::to_string(root.st_gid) + "): refused";
+}
+
+Fd
+change_lock(int root_fd, int operation)
+{
+  const std::string name(layout::k_change_lock);
+  // Read-write where allowed (an exclusive flock() on NFS needs it); a
+  // lock file another user made without group write still locks read-only.
+  Fd fd(::openat(root_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!fd) {
+    fd = Fd(::openat(root_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  }
+  if (!fd || !lock(fd.get(), operation)) {
+    return Fd();
   }
   return fd;
 }
@@ -181,6 +282,14 @@ replace_locked(int root_fd,
     if (!still_linked(dir_fd->get(), name, fd.get())) {
       continue; // another rewrite got there first
     }
+    // A repair replaces such a file by a new one (the rename drops the
+    // store's link to it), so it alone goes ahead.
+    struct stat st
+    {};
+    const bool refused = take_lock && ::fstat(fd.get(), &st) == 0 && refused_file(root_fd, st);
+    if (refused && tag != layout::TempTag::repair) {
+      return make_error(display, *refused_file(root_fd, st) + " (run: fingerprint fsck --repair)");
+    }
     auto text = util::read_all(fd.get());
     if (!text) {
       return make_error(display, text.error().message);
@@ -211,8 +320,10 @@ replace_locked(int root_fd,
     if (!out) {
       return make_error(display, "cannot create a temporary file: " + util::errno_text(errno));
     }
-    // Another user's rewrite must not close a shared log to the group.
-    if (auto access = util::copy_access(fd.get(), out.get()); !access) {
+    // Another user's rewrite must not close a shared log to the group; a
+    // refused file's mode and group are an outside file's, not the store's
+    // (the new one gets what the store's directories give).
+    if (auto access = refused ? Expected<void>() : util::copy_access(fd.get(), out.get()); !access) {
       ::unlinkat(dir_fd->get(), temp.c_str(), 0);
       return make_error(display, "cannot give the rewritten log the old one's mode: " + access.error().message);
     }
@@ -311,6 +422,117 @@ take_back(int fd, ssize_t written)
   }
   return "a partial line of " + std::to_string(written) + " bytes remains at byte " + std::to_string(end - written)
          + " (readers skip it; fingerprint fsck --repair removes it)";
+}
+
+void
+remove_if_empty(int dir_fd, const std::string& name, int fd)
+{
+  struct stat st
+  {};
+  // An appender that opened the log meanwhile and waits for its lock finds
+  // the name gone and starts a new log (still_linked), losing nothing.
+  if (lock(fd, LOCK_EX) && still_linked(dir_fd, name, fd) && ::fstat(fd, &st) == 0 && st.st_size == 0) {
+    ::unlinkat(dir_fd, name.c_str(), 0);
+  }
+  lock(fd, LOCK_UN);
+}
+
+Expected<void>
+take_back_appended(int root_fd, const Appended& appended)
+{
+  const off_t end = appended.start + static_cast<off_t>(appended.bytes.size());
+  {
+    // Reopened by name: a call keeps no descriptor per batch (a link of a
+    // thousand inputs would run out of them).
+    const auto [dir, name] = util::split_last(appended.relative);
+    auto dir_fd = util::open_directory_beneath(root_fd, dir, false);
+    if (!dir_fd) {
+      return make_error(appended.relative, dir_fd.error().message);
+    }
+    if (!dir_fd->valid()) {
+      return {}; // gone with all it held
+    }
+    const std::string file_name(name);
+    Fd fd(::openat(dir_fd->get(), file_name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) {
+      return errno == ENOENT ? Expected<void>() : make_error(appended.relative, util::errno_text(errno));
+    }
+    if (!lock(fd.get(), LOCK_EX)) {
+      return make_error(appended.relative, "cannot lock: " + util::errno_text(errno));
+    }
+    struct stat st
+    {};
+    if (::fstat(fd.get(), &st) == 0 && st.st_ino == appended.inode && st.st_dev == appended.device
+        && still_linked(dir_fd->get(), file_name, fd.get()) && st.st_size == end) {
+      // Nothing came after it: cut it off, which needs no space on the disk.
+      if (::ftruncate(fd.get(), appended.start) != 0) {
+        return make_error(appended.relative, "cannot truncate: " + util::errno_text(errno));
+      }
+      if (appended.start == 0) {
+        ::unlinkat(dir_fd->get(), file_name.c_str(), 0); // it held nothing else
+      }
+      return {};
+    }
+    // Others appended after it, or a compaction rewrote the log: rewrite it
+    // without these lines. Our lock goes with `fd` first (replace_locked
+    // takes its own on a descriptor of its own, which ours would block).
+  }
+  // The lines without their last newline, nor the one that closed a torn
+  // line before them (that one stays).
+  std::string_view lines = appended.bytes;
+  if (lines.starts_with('\n')) {
+    lines.remove_prefix(1);
+  }
+  if (lines.ends_with('\n')) {
+    lines.remove_suffix(1);
+  }
+  return replace_locked(
+    root_fd,
+    appended.relative,
+    appended.relative,
+    layout::TempTag::compact,
+    true,
+    [&](const LockedLog& log) -> Expected<Replacement> {
+      std::string text = log.text;
+      // The last copy of `line` that is a whole line of `text`.
+      auto find_line = [&](std::string_view line, size_t from) {
+        for (size_t at = text.rfind(line, from); at != std::string::npos; at = text.rfind(line, at - 1)) {
+          if ((at == 0 || text[at - 1] == '\n') && text.compare(at + line.size(), 1, "\n") == 0) {
+            return at;
+          }
+          if (at == 0) {
+            break;
+          }
+        }
+        return std::string::npos;
+      };
+      // Where it was written, unless the log was rewritten since; else line
+      // by line, the last copy of each (their times make them all but
+      // unique). A line a compaction folded away is gone already.
+      const size_t written_at = static_cast<size_t>(appended.start) + (appended.bytes.size() - lines.size());
+      size_t removed = 0;
+      if (written_at <= text.size() && find_line(lines, written_at) == written_at) {
+        text.erase(written_at, lines.size() + 1);
+        removed = 1;
+      } else {
+        for (std::string_view rest = lines; !rest.empty();) {
+          const size_t newline = rest.find('\n');
+          const std::string_view line = rest.substr(0, newline);
+          rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
+          if (const size_t at = find_line(line, std::string::npos); at != std::string::npos) {
+            text.erase(at, line.size() + 1);
+            ++removed;
+          }
+        }
+      }
+      Replacement replacement;
+      if (removed == 0) {
+        return replacement;
+      }
+      replacement.action = text.empty() ? Replacement::Action::remove : Replacement::Action::replace;
+      replacement.text = std::move(text);
+      return replacement;
+    });
 }
 
 } // namespace fingerprint::store::detail

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 namespace fingerprint::store::detail {
@@ -23,6 +24,19 @@ Expected<util::Fd> open_below(int root_fd, const std::string& relative, int flag
 // Creates the store's format file when it is missing (two processes
 // creating a store at once agree on one), and checks it.
 Expected<void> ensure_format_file(int root_fd, const std::string& root);
+
+// Why the store file with status `st` must not be written to, if it must
+// not: a second hard link (what is written would land in a file outside the
+// store as well), or a file of nobody who uses the store: owned by neither
+// this user, nor root, nor the store directory's owner, and not of the
+// store directory's group (a group-shared store's setgid directories give
+// every member's files that group, and only members can give it).
+std::optional<std::string> refused_file(int root_fd, const struct stat& st);
+
+// The store's change lock (layout::k_change_lock) taken with `operation`
+// (LOCK_SH or LOCK_EX), created when missing; an invalid Fd when it cannot
+// be opened or locked.
+util::Fd change_lock(int root_fd, int operation);
 
 // flock(), retrying on EINTR.
 bool lock(int fd, int operation);
@@ -82,6 +96,32 @@ std::optional<std::string> look_at_tail(int fd, off_t size, bool torn);
 // After a short write of `written` bytes on an O_APPEND descriptor: takes
 // the partial line back when nothing came after it, and says what happened.
 std::string take_back(int fd, ssize_t written);
+
+// One batch of lines that append() wrote to one log: where its bytes
+// landed, so that a later failure of the same call can take them back.
+struct Appended
+{
+  std::string relative; // the log, below the root
+  dev_t device = 0;     // the file it was written to
+  ino_t inode = 0;
+  off_t start = 0;   // where the bytes begin
+  std::string bytes; // exactly what was written
+};
+
+// Takes a completed batch back out of its log: truncated off when nothing
+// came after it (a log that held nothing else is removed), else the log is
+// rewritten without those lines under its exclusive lock (replace_locked).
+// Lines already folded away by a compaction meanwhile count as taken back.
+Expected<void> take_back_appended(int root_fd, const Appended& appended);
+
+// Removes the log open as `fd` (called `name` in `dir_fd`) if it is still
+// there and empty, under its exclusive lock: what an append that failed
+// before writing a byte leaves behind.
+void remove_if_empty(int dir_fd, const std::string& name, int fd);
+
+// What makes two events the same record (all but their time): compaction
+// keeps one of each, fsck pairs an artifact log's copy with its index's.
+std::string dedupe_key(const Event& event);
 
 // Splits a log into events and problems; `file` names it in problems.
 void parse_lines(std::string_view text, const std::string& file, LogContents& out);

@@ -44,6 +44,15 @@ open_store(const std::string& location, Access access)
   return std::unique_ptr<Store>(std::make_unique<DirectoryStore>(std::move(*store)));
 }
 
+Expected<bool>
+Store::append_call(const std::string& /*call*/, const std::vector<Event>& events, Warnings* warnings) const
+{
+  if (auto appended = append(events, warnings); !appended) {
+    return appended.error();
+  }
+  return true;
+}
+
 Expected<MigrateReport>
 Store::import_from(const Migration&, const std::function<void(size_t, size_t)>&) const
 {

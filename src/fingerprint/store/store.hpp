@@ -3,6 +3,7 @@
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/util/expected.hpp>
+#include <fingerprint/util/fd.hpp>
 
 #include <functional>
 #include <memory>
@@ -54,6 +55,8 @@ enum class FsckKind
   torn_line, // a line cut short by a writer that died mid-write
   leftover,  // a temporary file of an interrupted compaction or repair
   damage,    // an unreadable line, a misplaced event, a stray file
+  one_sided, // an event in its artifact's log or its build's index, not both
+  empty,     // a log with nothing in it, left by a call that failed or died
 };
 
 std::string_view fsck_kind_name(FsckKind kind);
@@ -77,6 +80,9 @@ struct FsckReport
   size_t repaired = 0;        // findings that --repair dealt with
   size_t events_restored = 0; // events a rebuilt log got back from its counterparts
   std::string quarantine;     // where this run moved files, relative to the store
+  // What is not damage but worth saying (a time in the future: the
+  // recording machine's clock was ahead); no repair, no failure.
+  std::vector<std::string> warnings;
 };
 
 struct FsckOptions
@@ -125,6 +131,16 @@ public:
   // or, on error, as little as the backend allows (a database: nothing).
   virtual Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const = 0;
 
+  // append() for the events of one record call named `call` (new_call_id(),
+  // store/spool.hpp), exactly once: a database keeps the id with the events,
+  // in the same transaction, and takes a call it holds already as done
+  // (false), so a journaled call whose first delivery was cut short after
+  // the commit is not stored twice. The default (a directory, which nothing
+  // journals for) appends.
+  virtual Expected<bool> append_call(const std::string& call,
+                                     const std::vector<Event>& events,
+                                     Warnings* warnings = nullptr) const;
+
   // Appends `event` to the log of another artifact, `log` (not to a build
   // index): an installed copy's event also goes to the log of the
   // build-tree file it came from, so either can be found from the other.
@@ -162,6 +178,16 @@ public:
   // Checks the whole store; with `repair`, sets damaged data aside (never
   // deleting it) and rebuilds what can be rebuilt.
   virtual Expected<FsckReport> fsck(const FsckOptions& options) const = 0;
+
+  // Held (shared) by every change that writes one event to several places
+  // (an append's logs and index, a gc's logs and indexes), so that fsck
+  // --repair, holding it exclusively, never takes a change in progress for a
+  // one-sided event. A database's changes are transactions: nothing to hold.
+  virtual util::Fd
+  hold_for_change() const
+  {
+    return {};
+  }
 
   // Who consumed `key` or an installed copy of it; with `transitive`, also
   // who consumed their products, breadth first, each product expanded once

@@ -13,6 +13,10 @@ namespace fingerprint {
 struct Error
 {
   std::string message;
+  // What failed was out of reach (a database server down, unreachable or
+  // too busy to answer in time), not wrong: the same call may succeed
+  // later, so a hook journals it (store/spool.hpp) rather than lose it.
+  bool unavailable = false;
 };
 
 // Builds an Error; `what` is usually a path or a name, `why` the reason.

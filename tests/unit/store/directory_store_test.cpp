@@ -1,13 +1,19 @@
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/format.hpp>
+#include <fingerprint/store/log_io.hpp>
 #include <fingerprint/util/fs.hpp>
 
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
 #include <atomic>
+#include <fcntl.h>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -83,6 +89,104 @@ TEST(DirectoryStore, AppendsLandInTheArtifactLogAndTheBuildIndex)
   auto again = load_record(*reader, key_of('a'));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->consumers.size(), 1u);
+}
+
+std::string
+read_text(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A batch as append() wrote it: `bytes` appended to `name` in `dir`.
+detail::Appended
+appended_to(const TempDir& dir, const std::string& name, const std::string& bytes)
+{
+  detail::Appended appended;
+  appended.relative = name;
+  const util::Fd fd(::open((dir / name).c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666));
+  struct stat st
+  {};
+  EXPECT_EQ(::fstat(fd.get(), &st), 0);
+  appended.device = st.st_dev;
+  appended.inode = st.st_ino;
+  appended.start = st.st_size;
+  EXPECT_EQ(::write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  appended.bytes = bytes;
+  return appended;
+}
+
+TEST(DirectoryStore, ABatchIsTakenBackWhereverItIsInItsLog)
+{
+  TempDir dir;
+  const util::Fd root(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+
+  // Last in its log: cut off. Alone in its log: the log goes.
+  test::write_file(dir / "tail", "before\n");
+  auto tail = appended_to(dir, "tail", "ours 1\nours 2\n");
+  ASSERT_TRUE(detail::take_back_appended(root.get(), tail));
+  EXPECT_EQ(read_text(dir / "tail"), "before\n");
+  auto alone = appended_to(dir, "alone", "ours\n");
+  ASSERT_TRUE(detail::take_back_appended(root.get(), alone));
+  EXPECT_FALSE(std::filesystem::exists(dir / "alone"));
+
+  // Another writer appended after it: the log is rewritten without it.
+  test::write_file(dir / "middle", "before\n");
+  auto middle = appended_to(dir, "middle", "ours 1\nours 2\n");
+  {
+    std::ofstream(dir / "middle", std::ios::app) << "after\n";
+  }
+  ASSERT_TRUE(detail::take_back_appended(root.get(), middle));
+  EXPECT_EQ(read_text(dir / "middle"), "before\nafter\n");
+
+  // A torn line before it: the newline that closed it stays.
+  test::write_file(dir / "torn", "{\"v\":1,\"ev");
+  auto torn = appended_to(dir, "torn", "\nours\n");
+  {
+    std::ofstream(dir / "torn", std::ios::app) << "after\n";
+  }
+  ASSERT_TRUE(detail::take_back_appended(root.get(), torn));
+  EXPECT_EQ(read_text(dir / "torn"), "{\"v\":1,\"ev\nafter\n");
+
+  // A compaction rewrote the log meanwhile (a new file, its lines in
+  // another order, one of ours folded away): each line of ours that is
+  // left goes, and a line that merely contains one of ours stays.
+  test::write_file(dir / "compacted", "before\n");
+  auto compacted = appended_to(dir, "compacted", "ours 1\nours 2\n");
+  test::write_file(dir / "compacted.new", "ours 2\nxours 2\nbefore\nafter\n");
+  std::filesystem::rename(dir / "compacted.new", dir / "compacted");
+  ASSERT_TRUE(detail::take_back_appended(root.get(), compacted));
+  EXPECT_EQ(read_text(dir / "compacted"), "xours 2\nbefore\nafter\n");
+}
+
+TEST(DirectoryStore, ACallOfManyLogsNeedsNoDescriptorPerLog)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  // One link that consumed 300 inputs: 301 logs and an index, under a
+  // descriptor limit of 64.
+  std::vector<Event> events{event(EventKind::produced, 'f', "app", "1")};
+  for (int i = 0; i < 300; ++i) {
+    Event input = event(EventKind::consumed, 'a', "app", "1");
+    char hex[65];
+    std::snprintf(hex, sizeof(hex), "%064x", i);
+    input.digest = "sha256:" + std::string(hex);
+    events.push_back(input);
+  }
+  struct rlimit before
+  {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  struct rlimit low = before;
+  low.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto appended = store.append(events);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+  ASSERT_TRUE(appended) << appended.error().message;
+  auto index = store.read_build({"app", "1"});
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->events.size(), 301u);
 }
 
 TEST(DirectoryStore, AMissingStoreReadsAsEmptyAndIsNotCreatedByReaders)

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <limits>
+#include <random>
 
 namespace fingerprint::store {
 namespace {
@@ -61,8 +62,21 @@ TEST(Event, FieldsAreWrittenInTheDocumentedOrder)
               + k_b + R"("})");
 }
 
+// Whether nlohmann's own decoder takes `text` as UTF-8.
+bool
+nlohmann_takes(const std::string& text)
+{
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
 // The serializer as it was before it wrote lines itself: one nlohmann
-// object, dumped. Every line must stay byte for byte what it wrote.
+// object, dumped. Every line must stay byte for byte what it wrote; a path
+// that is not UTF-8 has, after that, its exact bytes in a field of its own.
 std::string
 reference_serialize(const Event& event)
 {
@@ -72,11 +86,17 @@ reference_serialize(const Event& event)
   object["digest"] = event.digest;
   object["size"] = event.size;
   object["path"] = event.path;
+  if (!nlohmann_takes(event.path)) {
+    object["path_bytes"] = escape_bytes(event.path);
+  }
   object["project"] = event.project;
   object["version"] = event.version;
   object["target"] = event.target;
   object["build"] = event.build;
   object["build_dir"] = event.build_dir;
+  if (!nlohmann_takes(event.build_dir)) {
+    object["build_dir_bytes"] = escape_bytes(event.build_dir);
+  }
   object["host"] = event.host;
   object["time"] = event.time;
   if (event.event == EventKind::consumed) {
@@ -136,14 +156,18 @@ TEST(Event, LinesAreByteForByteWhatTheNlohmannSerializerWrote)
 }
 
 // Each field of k_event_fields, taken out of a line of each kind: refused,
-// naming it, when that kind requires it; read as the same event otherwise.
+// naming it, when that kind requires it; read as the same event otherwise
+// (without a path's bytes, with its text).
 TEST(Event, AFieldIsRequiredExactlyForTheKindsTheTableSays)
 {
   size_t refused = 0;
   size_t accepted = 0;
   for (const auto kind : {EventKind::produced, EventKind::consumed, EventKind::installed}) {
-    const Event event = sample(kind);
     for (const EventField& field : k_event_fields) {
+      Event event = sample(kind);
+      if (field.type == FieldType::bytes) {
+        event.*field.text += "/\xff"; // a line has the field only then
+      }
       const auto parsed = parse_event(serialize(event));
       ASSERT_TRUE(parsed) << parsed.error().message;
       nlohmann::ordered_json object = nlohmann::ordered_json::parse(serialize(event));
@@ -163,25 +187,113 @@ TEST(Event, AFieldIsRequiredExactlyForTheKindsTheTableSays)
         Event expected = event;
         if (field.type == FieldType::text) {
           expected.*field.text = "";
+        } else if (field.type == FieldType::bytes) {
+          expected.*field.text = lossy_text(event.*field.text);
         }
         EXPECT_EQ(*without, expected) << field.name;
         ++accepted;
       }
     }
   }
-  // version is the one field any kind may lack.
-  EXPECT_EQ(accepted, 3u);
+  // version is the one field any kind may lack, and path_bytes and
+  // build_dir_bytes are only there for a path that is not UTF-8.
+  EXPECT_EQ(accepted, 3u * 3u);
   EXPECT_EQ(refused, 3u * 11u + 2u);
 }
 
-TEST(Event, InvalidUtf8InPathsIsReplacedNotFatal)
+// A path in any bytes but NUL reads back exactly, from a line that is UTF-8
+// JSON whose "path" is the text with U+FFFD (what it held before "path_bytes"
+// existed, and all an older reader sees).
+TEST(Event, PathsThatAreNotUtf8ReadBackByteForByte)
 {
+  std::vector<std::string> names = {"/tmp/\xff\xfe",
+                                    "/b/lib\xff.a",
+                                    "/b/dir\xe9/x.o",
+                                    "/100%\xff",
+                                    "/%25%FF\x80",
+                                    "/cut \xc3",
+                                    "/overlong \xc0\xaf",
+                                    "/surrogate \xed\xa0\x80",
+                                    "/above U+10FFFF \xf4\x90\x80\x80",
+                                    "/caf\xc3\xa9 \xf0\x9f\x94\xa7 \xff \"quoted\" \\ \t\x01"};
+  for (int byte = 1; byte < 256; ++byte) {
+    names.push_back("/x" + std::string(1, static_cast<char>(byte)) + "y");
+  }
+  std::mt19937 random(13); // the same names on every run
+  for (int i = 0; i < 2000; ++i) {
+    std::string name = "/";
+    for (size_t n = random() % 12; n > 0; --n) {
+      name += static_cast<char>(1 + random() % 255);
+    }
+    names.push_back(name);
+  }
+  size_t with_bytes = 0;
+  for (const std::string& name : names) {
+    for (const auto kind : {EventKind::produced, EventKind::consumed, EventKind::installed}) {
+      Event event = sample(kind);
+      event.path = name;
+      event.build_dir = name;
+      const std::string line = serialize(event);
+      auto parsed = parse_event(line);
+      ASSERT_TRUE(parsed) << parsed.error().message << ": " << line;
+      EXPECT_EQ(*parsed, event) << line;
+      EXPECT_EQ(serialize(*parsed), line);
+      ASSERT_TRUE(nlohmann_takes(line)) << "the line itself is UTF-8";
+      const auto object = nlohmann::json::parse(line);
+      EXPECT_EQ(object["path"], lossy_text(name));
+      EXPECT_EQ(object.contains("path_bytes"), !is_utf8(name)) << line;
+      EXPECT_EQ(object.contains("build_dir_bytes"), !is_utf8(name)) << line;
+      with_bytes += object.contains("path_bytes") ? 1 : 0;
+    }
+  }
+  EXPECT_GT(with_bytes, 3u * 2000u / 2) << "most random names are not UTF-8";
+
+  // An older reader skips the field: it reads the text, as it always did.
   Event event = sample(EventKind::produced);
   event.path = "/tmp/\xff\xfe";
-  const std::string line = serialize(event);
-  auto parsed = parse_event(line);
-  ASSERT_TRUE(parsed) << parsed.error().message;
-  EXPECT_EQ(parsed->path, "/tmp/\xef\xbf\xbd\xef\xbf\xbd");
+  nlohmann::ordered_json object = nlohmann::ordered_json::parse(serialize(event));
+  EXPECT_EQ(object["path_bytes"], "/tmp/%FF%FE");
+  object.erase("path_bytes");
+  auto old = parse_event(object.dump());
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ(old->path, "/tmp/\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+TEST(Event, BytesAreEscapedWherePercentDecodingGivesThemBack)
+{
+  EXPECT_EQ(escape_bytes("/b/lib\xff.a"), "/b/lib%FF.a");
+  EXPECT_EQ(escape_bytes("/b/dir\xe9/x.o"), "/b/dir%E9/x.o");
+  EXPECT_EQ(escape_bytes("100% \xff"), "100%25 %FF");
+  EXPECT_EQ(escape_bytes("caf\xc3\xa9 \xf0\x9f\x94\xa7"), "caf\xc3\xa9 \xf0\x9f\x94\xa7") << "UTF-8 is kept";
+  EXPECT_EQ(escape_bytes("\xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xc3"), "%C0%AF %ED%A0%80 %F4%90%80%80 %C3");
+  EXPECT_EQ(escape_bytes("\xe2\x82\xac\xe2\x82"), "\xe2\x82\xac%E2%82") << "a cut character after a whole one";
+  auto decoded = unescape_bytes("%ff%FF%25x");
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(*decoded, "\xff\xff%x");
+  for (const std::string bad : {"%", "%F", "a%GG", "%2", "x%%41"}) {
+    auto refused = unescape_bytes(bad);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message.find("two hex digits"), std::string::npos) << refused.error().message;
+  }
+  // Each character valid UTF-8 is where nlohmann's decoder says it is: every
+  // string of one and two bytes, and many of three and four.
+  for (int a = 0; a < 256; ++a) {
+    const std::string one(1, static_cast<char>(a));
+    ASSERT_EQ(is_utf8(one), nlohmann_takes(one)) << a;
+    for (int b = 0; b < 256; ++b) {
+      const std::string two = one + static_cast<char>(b);
+      ASSERT_EQ(is_utf8(two), nlohmann_takes(two)) << a << " " << b;
+    }
+  }
+  std::mt19937 random(7);
+  for (int i = 0; i < 50000; ++i) {
+    std::string text;
+    for (size_t n = 3 + random() % 2; n > 0; --n) {
+      // Mostly lead and continuation bytes, where the rules are.
+      text += static_cast<char>(random() % 4 == 0 ? random() % 256 : 0x80 + random() % 0x78);
+    }
+    ASSERT_EQ(is_utf8(text), nlohmann_takes(text)) << escape_bytes(text);
+  }
 }
 
 void
@@ -271,6 +383,22 @@ TEST(Event, FlatFieldsFromANewerWriterAreSkipped)
   auto parsed = parse_event(replace(good, R"("v":1,)", R"("v":1,"compiler":"gcc","level":3,)"));
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(*parsed, sample(EventKind::produced));
+}
+
+TEST(Event, APathsBytesFieldThatDoesNotDecodeToAPathIsRefused)
+{
+  Event event = sample(EventKind::produced);
+  event.path = "/b/lib\xff.a";
+  const std::string good = serialize(event);
+  ASSERT_TRUE(parse_event(good));
+  expect_refused(replace(good, "lib%FF.a", "lib%F.a"),
+                 "field 'path_bytes': '%' at byte 6 is not followed by two hex digits");
+  expect_refused(replace(good, R"("path_bytes":"/b/)", R"("path_bytes":")"), "field 'path' must be an absolute path");
+  expect_refused(replace(good, "lib%FF.a", "lib%00.a"), "field 'path' must be an absolute path without NUL");
+  expect_refused(replace(good, R"("path_bytes":"/b/lib%FF.a")", R"("path_bytes":7)"),
+                 "field 'path_bytes' must not be a number");
+  expect_refused(replace(good, R"("path_bytes":"/b/lib%FF.a")", R"("path_bytes":"/a","path_bytes":"/b")"),
+                 "appears twice");
 }
 
 TEST(DigestKey, OnlyAlgorithmColonExactLowercaseHexIsAccepted)

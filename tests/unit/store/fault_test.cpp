@@ -250,9 +250,13 @@ TEST(StoreFault, KillNineAtRandomMomentsLosesNothingAcknowledged)
   ASSERT_TRUE(report) << report.error().message;
   size_t torn = 0;
   size_t leftovers = 0;
+  size_t one_sided = 0;
+  size_t empty = 0;
   for (const auto& finding : report->findings) {
     torn += finding.kind == FsckKind::torn_line ? 1 : 0;
     leftovers += finding.kind == FsckKind::leftover ? 1 : 0;
+    one_sided += finding.kind == FsckKind::one_sided ? 1 : 0;
+    empty += finding.kind == FsckKind::empty ? 1 : 0;
     EXPECT_NE(finding.kind, FsckKind::damage) << finding.file << ":" << finding.line << ": " << finding.problem;
   }
   EXPECT_GE(torn, torn_writers) << "fsck missed torn lines";
@@ -275,8 +279,9 @@ TEST(StoreFault, KillNineAtRandomMomentsLosesNothingAcknowledged)
   EXPECT_GE(kills, 200u) << "too few kills landed on a running process";
   std::printf(
     "seed %llu: %zu kill -9 landed (%zu on compactions; %d rounds), %zu events acknowledged, %zu in artifact logs, "
-    "%zu in build indexes; fsck found %zu torn lines (%zu writers tore on purpose) and %zu leftover "
-    "temporary files; repaired %zu, %zu events restored\n",
+    "%zu in build indexes; fsck found %zu torn lines (%zu writers tore on purpose), %zu leftover "
+    "temporary files, %zu events on one side only (calls killed between their logs and their index) and %zu "
+    "empty logs; repaired %zu, %zu events restored\n",
     static_cast<unsigned long long>(seed),
     kills,
     compactor_kills,
@@ -287,6 +292,8 @@ TEST(StoreFault, KillNineAtRandomMomentsLosesNothingAcknowledged)
     torn,
     torn_writers,
     leftovers,
+    one_sided,
+    empty,
     repaired->repaired,
     repaired->events_restored);
 }

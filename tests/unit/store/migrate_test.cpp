@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "null_store.hpp"
 #include "temp_dir.hpp"
 #include <algorithm>
 
@@ -95,62 +96,16 @@ TEST(RecordingOrder, AnEventRecordedTwiceIsMatchedToItsIndexEntriesInTurn)
 }
 
 // A target that keeps what migrate() hands it.
-class Recorder final : public Store
+class Recorder final : public test::NullStore
 {
 public:
+  Recorder()
+    : NullStore("recorder")
+  {
+  }
   mutable std::vector<std::vector<std::string>> logs; // each log's lines
   mutable size_t imports = 0;
 
-  const std::string&
-  location() const override
-  {
-    return m_location;
-  }
-  Expected<void>
-  append(const std::vector<Event>&, Warnings*) const override
-  {
-    return Error{"no"};
-  }
-  Expected<void>
-  append_link(const DigestKey&, const Event&, Warnings*) const override
-  {
-    return Error{"no"};
-  }
-  Expected<LogContents>
-  read_log(const DigestKey&) const override
-  {
-    return LogContents{};
-  }
-  Expected<std::string>
-  read_raw_log(const DigestKey&) const override
-  {
-    return std::string();
-  }
-  Expected<std::vector<BuildRef>>
-  list_builds() const override
-  {
-    return std::vector<BuildRef>{};
-  }
-  Expected<LogContents>
-  read_build(const BuildRef&) const override
-  {
-    return LogContents{};
-  }
-  Expected<CompactionResult>
-  remove_events(const DigestKey&, const EventFilter&, bool) const override
-  {
-    return Error{"no"};
-  }
-  Expected<CompactionResult>
-  remove_build_events(const BuildRef&, const EventFilter&, bool) const override
-  {
-    return Error{"no"};
-  }
-  Expected<FsckReport>
-  fsck(const FsckOptions&) const override
-  {
-    return FsckReport{};
-  }
   Expected<MigrateReport>
   import_from(const Migration& migration, const std::function<void(size_t, size_t)>& progress) const override
   {
@@ -166,9 +121,6 @@ public:
     report.events_copied = 3;
     return report;
   }
-
-private:
-  std::string m_location = "recorder";
 };
 
 TEST(Migrate, HandsEveryLogInItsOrderToTheTargetAndReportsProgressToTheEnd)

@@ -1,9 +1,11 @@
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/util/text.hpp>
 
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
+#include <functional>
 #include <set>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +14,27 @@ namespace fingerprint::store {
 namespace {
 
 using test::TempDir;
+
+// Forks `count` writer processes, each opening the store at `root` and
+// calling `write(store, writer)` once; a writer exits 0 when it returned
+// true. An ASSERT here ends the calling test (gtest's fatal-failure rule).
+std::vector<pid_t>
+start_writers(const std::string& root, int count, const std::function<bool(const DirectoryStore&, int)>& write)
+{
+  std::vector<pid_t> writers;
+  for (int w = 0; w < count; ++w) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      auto store = DirectoryStore::open_for_writing(root);
+      ::_exit(store && write(*store, w) ? 0 : 1);
+    }
+    EXPECT_GE(pid, 0) << "fork";
+    if (pid > 0) {
+      writers.push_back(pid);
+    }
+  }
+  return writers;
+}
 
 // 32 writer processes append to one shared artifact and each to one of its
 // own, while another process compacts the shared log in a loop: every event
@@ -60,20 +83,14 @@ TEST(StoreStress, ThirtyTwoWriterProcessesAndACompactorLoseNothing)
     }
     ::_exit(1);
   }
-  std::vector<pid_t> writers;
-  for (int w = 0; w < k_writers; ++w) {
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      auto store = DirectoryStore::open_for_writing(root);
-      bool ok = static_cast<bool>(store);
-      for (int i = 0; ok && i < k_events; ++i) {
-        ok = static_cast<bool>(store->append({event_for(shared, w, i), event_for(own_key(w), w, i)}));
+  const std::vector<pid_t> writers = start_writers(root, k_writers, [&](const DirectoryStore& store, int w) {
+    for (int i = 0; i < k_events; ++i) {
+      if (!store.append({event_for(shared, w, i), event_for(own_key(w), w, i)})) {
+        return false;
       }
-      ::_exit(ok ? 0 : 1);
     }
-    writers.push_back(pid);
-  }
+    return true;
+  });
   for (const pid_t pid : writers) {
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
@@ -101,6 +118,70 @@ TEST(StoreStress, ThirtyTwoWriterProcessesAndACompactorLoseNothing)
     ASSERT_TRUE(own);
     EXPECT_EQ(own->events.size(), static_cast<size_t>(k_events)) << "writer " << w;
   }
+}
+
+// fsck --repair in a loop beside 8 writers, each appending events of one
+// artifact to its log and its build's index: an append between its log and
+// its index looks one-sided, and a repair that "completed" it would leave
+// the event twice in the index once the append finishes. Holding the change
+// lock exclusively, repair waits for appends in progress, and finds nothing.
+TEST(StoreStress, FsckRepairBesideWritersAddsNothingTwice)
+{
+  TempDir dir;
+  const std::string root = dir / "store";
+  ASSERT_TRUE(DirectoryStore::open_for_writing(root));
+  constexpr int k_writers = 8;
+  constexpr int k_events = 400;
+  const std::vector<pid_t> writers = start_writers(root, k_writers, [&](const DirectoryStore& store, int w) {
+    for (int i = 0; i < k_events; ++i) {
+      Event event;
+      event.event = EventKind::produced;
+      char hex[65];
+      std::snprintf(hex, sizeof(hex), "%064x", w * 1000 + i);
+      event.digest = std::string("sha256:") + hex;
+      event.size = 1;
+      event.path = "/b/out";
+      event.project = "p" + std::to_string(w);
+      event.target = "t";
+      event.build = "1";
+      event.build_dir = "/b";
+      event.host = "h";
+      event.time = util::format_rfc3339(util::now_ns()); // as recent as a real append's
+      if (!store.append({event})) {
+        return false;
+      }
+      ::usleep(i % 2 == 0 ? 0 : 1000); // a link's pace, give or take
+    }
+    return true;
+  });
+  auto store = DirectoryStore::open_for_updating(root);
+  ASSERT_TRUE(store);
+  size_t repairs = 0;
+  for (bool running = true; running;) {
+    auto report = store->fsck({.repair = true});
+    ASSERT_TRUE(report) << report.error().message;
+    for (const auto& finding : report->findings) {
+      ADD_FAILURE() << "fsck beside writers: " << finding.file << ": " << finding.problem;
+    }
+    ++repairs;
+    running = false;
+    for (const pid_t pid : writers) {
+      running = running || ::waitpid(pid, nullptr, WNOHANG) == 0;
+    }
+  }
+  for (const pid_t pid : writers) {
+    ::waitpid(pid, nullptr, 0);
+  }
+  for (int w = 0; w < k_writers; ++w) {
+    auto index = store->read_build({"p" + std::to_string(w), "1"});
+    ASSERT_TRUE(index);
+    std::set<std::string> digests;
+    for (const auto& event : index->events) {
+      EXPECT_TRUE(digests.insert(event.digest).second) << "twice in the index of p" << w << ": " << event.digest;
+    }
+    EXPECT_EQ(digests.size(), static_cast<size_t>(k_events)) << "p" << w;
+  }
+  std::printf("%zu fsck --repair runs beside %d writers of %d events each\n", repairs, k_writers, k_events);
 }
 
 } // namespace
