@@ -149,20 +149,9 @@ run "$FP" --store "$S" check --build-dir "$B" "$LIB"
 expect_rc 0 "check (the CTest round trip) of the file named with 0xFF"
 
 # launch: the linker's dependency file names its inputs in bytes.
-cat >fake-cc <<'EOF'
-#!/usr/bin/env bash
-out= dep=
-while (($#)); do
-  case $1 in
-    -o) out=$2; shift ;;
-    -Wl,--dependency-file=*) dep=${1#-Wl,--dependency-file=} ;;
-  esac
-  shift
-done
-echo linked >"$out"
+fake_linker fake-cc <<'EOF'
 printf '%s: \\\n  %s \\\n  %s\n' "$out" "$LIB" "$EXT" >"$dep"
 EOF
-chmod +x fake-cc
 APP=$B/$'app\xff'
 run env "LIB=$LIB" "EXT=$EXT" "$FP" --store "$S" launch --project p --target app --output "$APP" --build-dir "$B" \
   --depfile-driver "$T/fake-cc" --required -- "$T/fake-cc" -o "$APP" "$LIB"

@@ -224,3 +224,25 @@ finish() {
   fi
   echo "$TEST_NAME: all $checks checks passed"
 }
+
+# fake_linker FILE <<'EOF' ... EOF: writes an executable "linker" FILE that
+# takes -o OUT and -Wl,--dependency-file=DEP into $out and $dep, writes
+# "linked" to $out, then runs the script read from standard input.
+fake_linker() {
+  {
+    cat <<'PRELUDE'
+#!/usr/bin/env bash
+out= dep=
+while (($#)); do
+  case $1 in
+    -o) out=$2; shift ;;
+    -Wl,--dependency-file=*) dep=${1#-Wl,--dependency-file=} ;;
+  esac
+  shift
+done
+echo linked >"$out"
+PRELUDE
+    cat
+  } >"$1"
+  chmod +x "$1"
+}

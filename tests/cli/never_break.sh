@@ -17,17 +17,7 @@ bad_store=$T/blocker/store
 
 # A "linker": writes the -o file, and in the -Wl,--dependency-file= place
 # what $LEFT says, then exits with $STATUS.
-cat >fake-cc <<'EOF'
-#!/usr/bin/env bash
-out= dep=
-while (($#)); do
-  case $1 in
-    -o) out=$2; shift ;;
-    -Wl,--dependency-file=*) dep=${1#-Wl,--dependency-file=} ;;
-  esac
-  shift
-done
-echo linked >"$out"
+fake_linker fake-cc <<'EOF'
 case $LEFT in
   directory) mkdir "$dep" ;;
   fifo) mkfifo "$dep" ;;
@@ -35,7 +25,6 @@ case $LEFT in
 esac
 exit "${STATUS:-0}"
 EOF
-chmod +x fake-cc
 
 # launch_app [OPTION...]: links $B/app through fake-cc, a depfile driver.
 launch_app() {
