@@ -371,6 +371,9 @@ run env FINGERPRINT_DIR="$LIMITED" "$FP" sync
 expect_rc 1 "sync of a call the database refuses"
 expect_in err "refused" "says it was refused"
 expect_in err "sync --retry-refused" "and how to deliver it later"
+run env FINGERPRINT_DIR="$LIMITED" "$FP" fsck --json
+expect_rc 1 "fsck: a refused spooled call is a problem (its events are not in the store)"
+expect_json "$T/out" "d['spool']['refused'] == 1" "fsck counts the refused call"
 sql_limited "GRANT INSERT ON fingerprint_events TO limited"
 run env FINGERPRINT_DIR="$LIMITED" "$FP" sync --retry-refused
 expect_rc 0 "sync --retry-refused once the privilege is back"

@@ -43,7 +43,10 @@ run(const Args& args, Context& context, Prepared& prepared)
       waiting = spool->contents();
     }
   }
-  const bool healthy = report->repaired == report->findings.size() && waiting.problems.empty();
+  // Calls the database refused, and entries that could not be read, are
+  // events not in the store: problems, not merely waiting.
+  const bool healthy = report->repaired == report->findings.size() && waiting.problems.empty() && waiting.refused == 0
+                       && waiting.damaged == 0;
   if (args.flag("json")) {
     nlohmann::ordered_json out;
     out["store"] = prepared.store->location();
@@ -68,10 +71,12 @@ run(const Args& args, Context& context, Prepared& prepared)
     if (!report->quarantine.empty()) {
       out["quarantine"] = report->quarantine;
     }
-    if (waiting.calls > 0 || !waiting.problems.empty()) {
+    if (waiting.calls > 0 || !waiting.problems.empty() || waiting.refused > 0 || waiting.damaged > 0) {
       out["spool"] = {{"directory", spool->directory()},
                       {"calls", waiting.calls},
                       {"events", waiting.events},
+                      {"refused", waiting.refused},
+                      {"damaged", waiting.damaged},
                       {"problems", waiting.problems}};
     }
     write_out(context, dump_json(out));
@@ -115,6 +120,14 @@ run(const Args& args, Context& context, Prepared& prepared)
   }
   if (waiting.calls > 0) {
     text += "fsck: " + store::Spool::waiting_note(waiting, *spool) + "\n";
+  }
+  if (waiting.refused > 0) {
+    text += "fsck: " + std::to_string(waiting.refused) + " spooled record call(s) the database refused are in "
+            + spool->directory() + "/refused (once the cause is fixed, run: fingerprint sync --retry-refused)\n";
+  }
+  if (waiting.damaged > 0) {
+    text += "fsck: " + std::to_string(waiting.damaged) + " unreadable spool entr" + (waiting.damaged == 1 ? "y" : "ies")
+            + " set aside in " + spool->directory() + "/damaged\n";
   }
   write_out(context, text);
   return healthy ? k_exit_ok : k_exit_failure;
