@@ -30,6 +30,22 @@ using util::Fd;
 using StoreFile = layout::Entry;
 using FileKind = layout::Entry::Kind;
 
+// A store file's text for a second look; a file gone meanwhile reads as
+// empty, one that cannot be read as nothing (the first pass reported it).
+std::optional<std::string>
+read_again(int root_fd, const std::string& relative)
+{
+  auto fd = detail::open_below(root_fd, relative, O_RDONLY | O_NONBLOCK, false);
+  if (!fd) {
+    return std::nullopt;
+  }
+  if (!fd->valid()) {
+    return std::string();
+  }
+  auto text = util::read_all(fd->get());
+  return text ? std::optional<std::string>(std::move(*text)) : std::nullopt;
+}
+
 // Whether `event` belongs in `file`: an artifact log holds the artifact's
 // own events and the `installed` events of its installed copies; a build
 // index holds its build's events.
@@ -174,12 +190,8 @@ gather_counterparts(int root_fd, const std::vector<StoreFile>& files, const std:
     if (!read_it) {
       continue;
     }
-    auto fd = detail::open_below(root_fd, source.relative, O_RDONLY | O_NONBLOCK, false);
-    if (!fd || !fd->valid()) {
-      continue;
-    }
-    auto text = util::read_all(fd->get());
-    if (!text) {
+    auto text = read_again(root_fd, source.relative);
+    if (!text || text->empty()) {
       continue;
     }
     LogContents contents;
@@ -356,8 +368,7 @@ find_one_sided(int root_fd, const std::vector<StoreFile>& files, std::vector<Sig
   std::vector<OneSided> found;
   for (const auto& [holder, events] : wanted) {
     const StoreFile& file = files[holder];
-    auto fd = detail::open_below(root_fd, file.relative, O_RDONLY | O_NONBLOCK, false);
-    auto text = fd && fd->valid() ? util::read_all(fd->get()) : Expected<std::string>(std::string());
+    auto text = read_again(root_fd, file.relative);
     if (!text) {
       continue;
     }
@@ -375,9 +386,7 @@ std::set<std::uint64_t>
 hashes_in(int root_fd, const std::string& relative)
 {
   std::set<std::uint64_t> hashes;
-  auto fd = detail::open_below(root_fd, relative, O_RDONLY | O_NONBLOCK, false);
-  auto text = fd && fd->valid() ? util::read_all(fd->get()) : Expected<std::string>(std::string());
-  if (text) {
+  if (auto text = read_again(root_fd, relative)) {
     LogContents contents;
     detail::parse_lines(*text, relative, contents);
     for (const Event& event : contents.events) {

@@ -111,7 +111,8 @@ refused_file(int root_fd, const struct stat& st)
   }
   struct stat root
   {};
-  if (st.st_uid == ::geteuid() || st.st_uid == 0 || ::fstat(root_fd, &root) != 0 || st.st_uid == root.st_uid) {
+  static const uid_t self = ::geteuid(); // asked for every log a call appends to
+  if (st.st_uid == self || st.st_uid == 0 || ::fstat(root_fd, &root) != 0 || st.st_uid == root.st_uid) {
     return std::nullopt;
   }
   // Of a group-shared store, every member's files have its group (its
@@ -286,9 +287,10 @@ replace_locked(int root_fd,
     // store's link to it), so it alone goes ahead.
     struct stat st
     {};
-    const bool refused = take_lock && ::fstat(fd.get(), &st) == 0 && refused_file(root_fd, st);
+    const std::optional<std::string> refused =
+      take_lock && ::fstat(fd.get(), &st) == 0 ? refused_file(root_fd, st) : std::nullopt;
     if (refused && tag != layout::TempTag::repair) {
-      return make_error(display, *refused_file(root_fd, st) + " (run: fingerprint fsck --repair)");
+      return make_error(display, *refused + " (run: fingerprint fsck --repair)");
     }
     auto text = util::read_all(fd.get());
     if (!text) {
