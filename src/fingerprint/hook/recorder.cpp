@@ -95,7 +95,8 @@ record(const RecordRequest& request,
 
   // The id goes with the events whichever way they travel: a COMMIT whose
   // answer was lost and the journaled copy of the same call are one call.
-  const std::string call = store::new_call_id();
+  // A directory store has no use for it (Store::append_call).
+  const std::string call = store::is_database_url(request.store_root) ? store::new_call_id() : std::string();
   std::optional<store::Spool> spool;
   if (request.spool && store::is_database_url(request.store_root)) {
     if (auto found = store::Spool::for_database(request.store_root)) {

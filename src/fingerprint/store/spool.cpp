@@ -1,11 +1,12 @@
 #include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/digest/hasher.hpp>
+#include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -33,12 +34,8 @@ constexpr size_t k_max_entry_size = 256 * 1024 * 1024;
 std::string
 sha256_hex(std::string_view text)
 {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(text.data(), text.size(), out, &size, digest::evp_md(digest::Algorithm::sha256), nullptr) != 1) {
-    return std::string(64, '0'); // cannot happen with the default provider loaded
-  }
-  return util::to_hex(out, size);
+  auto hex = digest::Hasher(digest::Algorithm::sha256).digest_bytes(text);
+  return hex ? *hex : std::string(64, '0'); // cannot fail with the default provider loaded
 }
 
 // "postgres_127.0.0.1_5432_fingerprint-<16 hex>": readable, and unique by
@@ -180,10 +177,8 @@ next_sequence(int dir_fd, util::Fd& lock_fd)
   if (!lock_fd) {
     return make_error("sequence", util::errno_text(errno));
   }
-  while (::flock(lock_fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      return make_error("sequence", util::errno_text(errno));
-    }
+  if (!detail::lock(lock_fd.get(), LOCK_EX)) {
+    return make_error("sequence", util::errno_text(errno));
   }
   char text[32] = {};
   const ssize_t got = ::pread(lock_fd.get(), text, sizeof text - 1, 0);
@@ -318,14 +313,11 @@ public:
     if (!lock.m_fd) {
       return make_error("lock", util::errno_text(errno));
     }
-    while (::flock(lock.m_fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
-      if (errno == EWOULDBLOCK && !wait) {
-        lock.m_fd.reset();
-        return lock;
-      }
-      if (errno != EINTR) {
+    if (!detail::lock(lock.m_fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB))) {
+      if (errno != EWOULDBLOCK || wait) {
         return make_error("lock", util::errno_text(errno));
       }
+      lock.m_fd.reset(); // another holds it
     }
     return lock;
   }
