@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fingerprint::hook {
@@ -302,6 +303,14 @@ open_locked(const std::string& build_dir, const char* name, bool create)
       return util::Fd();
     }
     return make_error(path, util::errno_text(errno));
+  }
+  // Without `create` the caller only reads: an empty file (the file is
+  // emptied, never unlinked) has nothing for it, and parallel hooks need not
+  // queue on its lock to find that out.
+  struct stat st
+  {};
+  if (!create && ::fstat(fd.get(), &st) == 0 && st.st_size == 0) {
+    return util::Fd();
   }
   while (::flock(fd.get(), LOCK_EX) != 0) {
     if (errno != EINTR) {

@@ -52,7 +52,7 @@ sequenced(std::string_view build)
 // must not make every build before it look old enough to collect. Only
 // builds with a sequenced id are in the map.
 std::map<std::pair<std::string, std::string>, int64_t>
-sequence_times(const std::map<GcUnit, UnitFacts>& units, std::vector<GcTimeCorrection>& corrections)
+sequence_times(const std::map<GcUnit, UnitFacts>& units, int64_t now_ns, std::vector<GcTimeCorrection>& corrections)
 {
   struct Build
   {
@@ -70,7 +70,6 @@ sequence_times(const std::map<GcUnit, UnitFacts>& units, std::vector<GcTimeCorre
     }
   }
   std::map<std::pair<std::string, std::string>, int64_t> times;
-  const int64_t now = util::now_ns();
   for (auto& [tree, builds] : trees) {
     std::vector<Build*> order;
     for (auto& [name, build] : builds) {
@@ -81,7 +80,7 @@ sequence_times(const std::map<GcUnit, UnitFacts>& units, std::vector<GcTimeCorre
     const Build* later_build = nullptr;
     for (const Build* build : order) {
       int64_t when = util::parse_rfc3339(build->newest);
-      if (when >= 0 && later >= 0 && later < when && when > now + k_future_tolerance_ns) {
+      if (when >= 0 && later >= 0 && later < when && time_is_in_future(build->newest, now_ns, k_future_tolerance_ns)) {
         corrections.push_back(
           {tree.first, build->build, build->newest, util::format_rfc3339(later), later_build->build});
         when = later;
@@ -149,7 +148,7 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
     return read.error();
   }
 
-  const auto corrected = sequence_times(units, plan.corrections);
+  const auto corrected = sequence_times(units, policy.now_ns, plan.corrections);
 
   // Newest first: by time, then, within one tree (whose times are in
   // sequence order once corrected), by sequence.
