@@ -63,7 +63,7 @@ PostgresStore::import_from(const Migration& migration, const std::function<void(
 {
   for (const MigrateLog& log : migration.logs) {
     for (const MigrateRow& row : log.rows) {
-      if (auto fits = postgresql::storable(row.event); !fits) {
+      if (auto fits = storable_in_database(row.event); !fits) {
         return Error{log.file + ": " + fits.error().message + ": nothing was copied"};
       }
     }

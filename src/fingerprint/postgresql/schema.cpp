@@ -175,17 +175,6 @@ parse_row(const char* id, const char* line, LogContents& into)
   into.events.push_back(std::move(*event));
 }
 
-Expected<void>
-storable(const Event& event)
-{
-  for (const EventField& field : k_event_fields) {
-    if (!field.column.empty() && field.type == FieldType::text && (event.*field.text).find('\0') != std::string::npos) {
-      return Error{"event for " + event.digest + ": a NUL byte in a name cannot be stored in PostgreSQL"};
-    }
-  }
-  return {};
-}
-
 Expected<StoredEvent>
 row_for(const Event& event)
 {
@@ -193,7 +182,7 @@ row_for(const Event& event)
   if (!stored) {
     return stored.error();
   }
-  if (auto fits = storable(stored->event); !fits) {
+  if (auto fits = storable_in_database(stored->event); !fits) {
     return fits.error();
   }
   return stored;

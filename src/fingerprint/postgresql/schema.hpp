@@ -38,9 +38,6 @@ const std::string& event_columns();
 // when a column cannot hold it.
 Expected<StoredEvent> row_for(const Event& event);
 
-// Whether every column of `event` can be stored: text columns take no NUL.
-Expected<void> storable(const Event& event);
-
 // The event in a row's `line`, parsed as the directory store parses its
 // lines, added to `into` (or, when unreadable, the problem, naming row `id`).
 void parse_row(const char* id, const char* line, LogContents& into);

@@ -633,6 +633,17 @@ parse_event(std::string_view line)
   return finish(std::move(reading));
 }
 
+Expected<void>
+storable_in_database(const Event& event)
+{
+  for (const EventField& field : k_event_fields) {
+    if (!field.column.empty() && field.type == FieldType::text && (event.*field.text).find('\0') != std::string::npos) {
+      return Error{"event for " + event.digest + ": a NUL byte in a name cannot be stored in PostgreSQL"};
+    }
+  }
+  return {};
+}
+
 Expected<StoredEvent>
 stored_form(const Event& event)
 {

@@ -189,6 +189,11 @@ struct StoredEvent
 // product...), so that no store ever holds a line it cannot read. The error
 // names the event's artifact and path.
 Expected<StoredEvent> stored_form(const Event& event);
+
+// Whether a database can store `event`: its text columns (k_event_fields'
+// `column`) hold no NUL byte. The spool asks before journaling a call, the
+// PostgreSQL store before inserting it.
+Expected<void> storable_in_database(const Event& event);
 Expected<std::string> serialize_for_storing(const Event& event);
 
 // Parses one line (without its newline) straight into an Event (SAX, no DOM).

@@ -463,11 +463,8 @@ Spool::add(const std::string& call, const std::vector<Event>& events, bool mark_
       return stored.error();
     }
     // What the database would refuse is refused now, not found out at delivery.
-    for (const EventField& field : k_event_fields) {
-      if (field.type == FieldType::text && !field.column.empty()
-          && (event.*field.text).find('\0') != std::string::npos) {
-        return Error{"event for " + event.digest + ": a NUL byte in a name cannot be stored in a database"};
-      }
+    if (auto fits = storable_in_database(event); !fits) {
+      return fits.error();
     }
     text += stored->line;
     text += '\n';
