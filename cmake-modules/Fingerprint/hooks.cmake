@@ -106,6 +106,63 @@ function(_fingerprint_common_args out runner)
   set(${out} "${args}" PARENT_SCOPE)
 endfunction()
 
+# The files a static library hands to every consumer: its
+# INTERFACE_LINK_LIBRARIES closure (PRIVATE dependencies of a static library
+# are there as $<LINK_ONLY:...>), as generator expressions and paths for
+# file(GENERATE). Flags (-lm) and items that are generator expressions of
+# their own are left out.
+function(_fingerprint_link_interface target out)
+  set(files "")
+  set(seen "${target}")
+  set(queue "${target}")
+  while(queue)
+    list(POP_FRONT queue current)
+    get_target_property(items "${current}" INTERFACE_LINK_LIBRARIES)
+    if(NOT items)
+      continue()
+    endif()
+    foreach(item IN LISTS items)
+      if(item MATCHES [[^\$<(LINK_ONLY|BUILD_INTERFACE):(.*)>$]])
+        set(item "${CMAKE_MATCH_2}")
+      endif()
+      if(item MATCHES [[\$<|^-|^::@]])
+        continue()
+      endif()
+      if(TARGET "${item}")
+        _fingerprint_resolve_alias(item "${item}")
+        if("${item}" IN_LIST seen)
+          continue()
+        endif()
+        list(APPEND seen "${item}")
+        list(APPEND queue "${item}")
+        get_target_property(type "${item}" TYPE)
+        if(type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|UNKNOWN_LIBRARY)$")
+          list(APPEND files "$<TARGET_FILE:${item}>")
+        endif()
+      elseif(IS_ABSOLUTE "${item}")
+        list(APPEND files "${item}")
+      endif()
+    endforeach()
+  endwhile()
+  set(${out} "${files}" PARENT_SCOPE)
+endfunction()
+
+# Runs `target`'s compiles through `fingerprint compile`, which keeps what
+# each one read (its dependency file, which Ninja deletes once read); a
+# launcher the target has already (ccache) runs inside it.
+function(_fingerprint_compile_hook target runner)
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  foreach(lang IN ITEMS C CXX OBJC OBJCXX)
+    if(lang IN_LIST languages)
+      get_target_property(existing "${target}" ${lang}_COMPILER_LAUNCHER)
+      if(NOT existing)
+        set(existing "")
+      endif()
+      set_property(TARGET "${target}" PROPERTY ${lang}_COMPILER_LAUNCHER "${runner}" compile -- ${existing})
+    endif()
+  endforeach()
+endfunction()
+
 # Wraps `target`'s link rule in `fingerprint launch`.
 function(_fingerprint_hook target common drivers)
   get_target_property(type "${target}" TYPE)
@@ -123,11 +180,18 @@ function(_fingerprint_hook target common drivers)
   file(REMOVE_RECURSE "${args_dir}/${target}")
   set(consumes "$<GENEX_EVAL:$<TARGET_PROPERTY:${target},FINGERPRINT_CONSUMES>>")
   set(produces "$<GENEX_EVAL:$<TARGET_PROPERTY:${target},FINGERPRINT_PRODUCES>>")
+  set(interface "")
+  if(type STREQUAL "STATIC_LIBRARY")
+    _fingerprint_link_interface("${target}" files)
+    foreach(file IN LISTS files)
+      string(APPEND interface "interface=${file}\n")
+    endforeach()
+  endif()
   file(GENERATE OUTPUT "${args_dir}/${target}/config-$<CONFIG>.args"
     CONTENT "output=$<TARGET_FILE:${target}>
 source_dir=${source_dir}
 binary_dir=${binary_dir}
-$<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${produces}>:produces=$<JOIN:${produces},\nproduces=>\n>"
+$<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${produces}>:produces=$<JOIN:${produces},\nproduces=>\n>${interface}"
     TARGET "${target}")
 
   _fingerprint_quote(q_target "${target}")
@@ -241,9 +305,20 @@ function(_fingerprint_finalize)
     get_target_property(type "${target}" TYPE)
     get_target_property(excluded "${target}" FINGERPRINT_EXCLUDE)
     get_target_property(imported "${target}" IMPORTED)
-    if(excluded OR imported OR NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY)$")
+    if(excluded OR imported)
       continue()
     endif()
+    if(type STREQUAL "OBJECT_LIBRARY")
+      _fingerprint_compile_hook("${target}" "${runner}") # its objects are linked into other targets
+      if(in_tree)
+        add_dependencies("${target}" fingerprint)
+      endif()
+      continue()
+    endif()
+    if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY)$")
+      continue()
+    endif()
+    _fingerprint_compile_hook("${target}" "${runner}")
     _fingerprint_hook("${target}" "${common}" "${drivers}")
     if(in_tree)
       add_dependencies("${target}" fingerprint) # the runner must exist before the first hooked link

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <sys/stat.h>
 
 namespace fingerprint::cmd {
 
@@ -40,7 +41,7 @@ record_step(const Args& args,
   const std::string target = *args.value("target");
   const std::string absolute_output = absolute_path(*args.value("output"));
   const std::string absolute_build_dir = absolute_path(*args.value("build-dir"));
-  auto inputs = hook::collect_link_inputs(
+  auto found = hook::collect_link_inputs(
     plan.command, plan.depfile, absolute_output, absolute_build_dir, plan.links, [&](const std::string& warning) {
       print_warning(context, target + ": " + warning);
     });
@@ -51,6 +52,19 @@ record_step(const Args& args,
       return loaded.error();
     }
     settings = std::move(*loaded);
+  }
+  if (!plan.links) {
+    auto saved = hook::take_archive_objects(hook::archive_objects_path(absolute_build_dir, target, absolute_output));
+    found.objects.insert(found.objects.end(), saved.begin(), saved.end());
+  }
+  size_t unknown = 0;
+  const auto compiled = hook::compile_inputs(found.objects, unknown);
+  if (unknown > 0) {
+    print_warning(context,
+                  target + ": what the compiles of " + std::to_string(unknown) + " of its "
+                    + std::to_string(found.objects.size())
+                    + " objects read is not known (compiled without the fingerprint compile launcher, before "
+                      "fingerprinting was set up?); a clean build records it");
   }
 
   hook::RecordRequest request;
@@ -64,9 +78,30 @@ record_step(const Args& args,
   for (const auto& path : settings.produces) {
     request.produced.push_back(absolute_path(path));
   }
-  request.consumed = std::move(inputs);
-  for (const auto& path : settings.consumes) {
-    request.consumed.push_back(absolute_path(path));
+  // A header deleted since its compile, or a library of the interface not
+  // built (yet) is said, not fatal: the rest is still worth recording.
+  std::vector<std::string> gone;
+  auto add = [&](const std::vector<std::string>& paths, store::Role role, bool may_be_gone) {
+    for (const auto& path : paths) {
+      struct stat st
+      {};
+      if (may_be_gone && ::stat(path.c_str(), &st) != 0) {
+        gone.push_back(path);
+        continue;
+      }
+      request.consumed.push_back({absolute_path(path), role});
+    }
+  };
+  add(found.inputs, store::Role::link, false);
+  add(compiled, store::Role::compile, true);
+  if (!plan.links) {
+    add(settings.interface, store::Role::interface, true);
+  }
+  add(settings.consumes, store::Role::declared, false);
+  if (!gone.empty()) {
+    print_warning(context,
+                  target + ": " + std::to_string(gone.size())
+                    + " of the files it read are gone, not recorded (the first: " + display_path(gone.front()) + ")");
   }
   auto root = store_path(args);
   if (!root) {
@@ -109,6 +144,15 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   if (*status != 0 || !plan->final_step) {
     if (!plan->depfile.empty()) {
       ::remove(plan->depfile.c_str());
+    }
+    if (*status == 0 && !plan->links) {
+      // ar, before ranlib: the objects are named here only.
+      const std::string output = absolute_path(*args.value("output"));
+      const std::string build_dir = absolute_path(*args.value("build-dir"));
+      auto found = hook::collect_link_inputs(plan->command, "", output, build_dir, false, [](const std::string&) {});
+      if (!found.objects.empty()) {
+        hook::save_archive_objects(hook::archive_objects_path(build_dir, *args.value("target"), output), found.objects);
+      }
     }
     return *status;
   }

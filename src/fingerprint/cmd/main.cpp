@@ -42,6 +42,7 @@ table()
                                            &k_sync_command,
                                            &k_check_command,
                                            &k_launch_command,
+                                           &k_compile_command,
                                            &k_installed_command};
   return k_table;
 }

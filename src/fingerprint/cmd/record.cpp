@@ -16,7 +16,10 @@ constexpr OptionSpec k_options[] = {
   {"build-dir", OptionKind::value, "D", "the build tree (default: the current directory)"},
   {"version", OptionKind::value, "V", "the project's version"},
   {"produced", OptionKind::values, "FILE", "what the target produced; at least one"},
-  {"consumed", OptionKind::values, "FILE", "what the target read to produce it"},
+  {"consumed", OptionKind::values, "FILE", "what its link read (role link)"},
+  {"compiled", OptionKind::values, "FILE", "what its compiles read: sources and headers (role compile)"},
+  {"interface", OptionKind::values, "FILE", "what a static library hands to its consumers (role interface)"},
+  {"declared", OptionKind::values, "FILE", "what else it read, as declared (role declared)"},
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
   {"required", OptionKind::flag, {}, "fail when a database is out of reach (else spool the events and warn)"},
 };
@@ -67,8 +70,16 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   }
 
   const auto produced = unique_absolute(args.values("produced"), {});
-  const auto consumed =
-    unique_absolute(args.values("consumed"), std::set<std::string>(produced.begin(), produced.end()));
+  const std::set<std::string> outputs(produced.begin(), produced.end());
+  std::vector<hook::Input> consumed;
+  for (const auto& [option, role] : {std::pair{"consumed", store::Role::link},
+                                     std::pair{"compiled", store::Role::compile},
+                                     std::pair{"interface", store::Role::interface},
+                                     std::pair{"declared", store::Role::declared}}) {
+    for (auto& path : unique_absolute(args.values(option), outputs)) {
+      consumed.push_back({std::move(path), role});
+    }
+  }
   hook::RecordRequest request;
   request.store_root = *root;
   request.project = *project;
@@ -98,8 +109,8 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
 
 extern const Command k_record_command{
   .name = "record",
-  .synopsis =
-    "--project P --target T [--build-id B] [--build-dir D] [--version V] --produced FILE... [--consumed FILE...]",
+  .synopsis = "--project P --target T [--build-id B] [--build-dir D] [--version V] --produced FILE... "
+              "[--consumed|--compiled|--interface|--declared FILE...]",
   .summary = "record what a build step produced and consumed (run by the build hooks)",
   .options = k_options,
   .run = run};

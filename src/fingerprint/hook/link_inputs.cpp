@@ -207,6 +207,79 @@ parse_depfile(std::string_view text)
 }
 
 std::vector<std::string>
+parse_compiler_depfile(std::string_view text)
+{
+  std::vector<std::string> inputs;
+  bool in_rule = false;
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    const bool continued = line.ends_with('\\') && !line.ends_with("\\\\");
+    if (continued) {
+      line.remove_suffix(1);
+    }
+    if (!in_rule) {
+      if (line.find_first_not_of(" \t") == std::string_view::npos) {
+        continue;
+      }
+      in_rule = true;
+      // "out: in": the colon that ends the target is followed by a space or
+      // the end of the line ("C:\\x" style names have none).
+      size_t colon = line.find(": ");
+      if (colon == std::string_view::npos && line.ends_with(':')) {
+        colon = line.size() - 1;
+      }
+      line = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+    }
+    split_words(line, inputs);
+    if (!continued) {
+      break;
+    }
+  }
+  return inputs;
+}
+
+namespace {
+
+// The words of a response file ("@file" on a link line), as CMake writes
+// them: separated by white space, a word in double quotes kept whole.
+void
+read_response_file(const std::string& path, std::vector<std::string>& out)
+{
+  auto text = read_depfile(path);
+  if (!text) {
+    return;
+  }
+  std::string word;
+  bool quoted = false;
+  bool any = false;
+  for (const char c : *text) {
+    if (c == '"') {
+      quoted = !quoted;
+      any = true;
+    } else if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      if (any) {
+        out.push_back(std::move(word));
+      }
+      word.clear();
+      any = false;
+    } else {
+      word += c;
+      any = true;
+    }
+  }
+  if (any) {
+    out.push_back(std::move(word));
+  }
+}
+
+} // namespace
+
+LinkInputs
 collect_link_inputs(const std::vector<std::string>& command,
                     const std::string& depfile,
                     const std::string& output,
@@ -227,18 +300,26 @@ collect_link_inputs(const std::vector<std::string>& command,
   }
   if (!text.empty()) {
     candidates = parse_depfile(text);
-  } else if (is_link) {
+  } else {
+    std::vector<std::string> words;
     for (size_t i = 1; i < command.size(); ++i) {
-      const std::string& argument = command[i];
+      if (command[i].starts_with('@')) {
+        read_response_file(command[i].substr(1), words);
+      } else {
+        words.push_back(command[i]);
+      }
+    }
+    for (size_t i = 0; i < words.size(); ++i) {
+      const std::string& argument = words[i];
       if (argument == "-o") {
         ++i; // the output
-      } else if (!argument.starts_with("-") && looks_like_library(argument)) {
+      } else if (!argument.starts_with("-") && (is_link ? looks_like_library(argument) : is_object_file(argument))) {
         candidates.push_back(argument);
       }
     }
   }
   const std::string build_prefix = build_dir + "/";
-  std::vector<std::string> inputs;
+  LinkInputs found;
   std::set<std::string> seen{output};
   for (const auto& candidate : candidates) {
     if (candidate.find('\0') != std::string::npos) {
@@ -246,13 +327,119 @@ collect_link_inputs(const std::vector<std::string>& command,
       continue;
     }
     std::string path = util::absolute_path(candidate);
-    if (is_object_file(path) && path.starts_with(build_prefix)) {
-      continue;
-    }
     if (!is_regular_file(path) || !seen.insert(path).second) {
       continue;
     }
-    inputs.push_back(std::move(path));
+    (is_object_file(path) && path.starts_with(build_prefix) ? found.objects : found.inputs).push_back(std::move(path));
+  }
+  return found;
+}
+
+std::string
+archive_objects_path(const std::string& build_dir, const std::string& target, const std::string& output)
+{
+  // Ninja Multi-Config builds one target's configurations at once: the
+  // output tells them apart.
+  std::string depfile = depfile_path(build_dir, target);
+  depfile.erase(depfile.rfind('/') + 1);
+  std::string safe = target;
+  for (char& c : safe) {
+    if (c == '/' || c == '\0') {
+      c = '_';
+    }
+  }
+  return depfile + safe + "." + std::to_string(std::hash<std::string>{}(output)) + ".objects";
+}
+
+void
+save_archive_objects(const std::string& path, const std::vector<std::string>& objects)
+{
+  std::string text;
+  for (const auto& object : objects) {
+    text += object;
+    text += '\0';
+  }
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  util::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
+  if (fd && util::write_all(fd.get(), text) && ::rename(temp.c_str(), path.c_str()) == 0) {
+    return;
+  }
+  ::unlink(temp.c_str());
+}
+
+std::vector<std::string>
+take_archive_objects(const std::string& path)
+{
+  std::vector<std::string> objects;
+  auto text = read_depfile(path);
+  ::unlink(path.c_str());
+  if (!text) {
+    return objects;
+  }
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    const size_t end = std::min(rest.find('\0'), rest.size());
+    if (end > 0) {
+      objects.emplace_back(rest.substr(0, end));
+    }
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  return objects;
+}
+
+std::string
+compile_record_path(const std::string& object)
+{
+  return object + ".fpdeps";
+}
+
+std::vector<std::string>
+compile_inputs(const std::vector<std::string>& objects, size_t& missing)
+{
+  std::vector<std::string> inputs;
+  std::set<std::string> seen;
+  auto add = [&](std::string path) {
+    if (seen.insert(path).second) {
+      inputs.push_back(std::move(path));
+    }
+  };
+  missing = 0;
+  for (const std::string& object : objects) {
+    struct stat object_st
+    {};
+    struct stat record_st
+    {};
+    const std::string record = compile_record_path(object);
+    if (::stat(object.c_str(), &object_st) == 0 && ::stat(record.c_str(), &record_st) == 0
+        && (record_st.st_mtim.tv_sec > object_st.st_mtim.tv_sec
+            || (record_st.st_mtim.tv_sec == object_st.st_mtim.tv_sec
+                && record_st.st_mtim.tv_nsec >= object_st.st_mtim.tv_nsec))) {
+      if (auto text = read_depfile(record)) {
+        std::string_view rest = *text;
+        while (!rest.empty()) {
+          const size_t end = std::min(rest.find('\0'), rest.size());
+          if (end > 0 && rest.front() == '/') {
+            add(std::string(rest.substr(0, end)));
+          }
+          rest.remove_prefix(std::min(end + 1, rest.size()));
+        }
+        continue;
+      }
+    }
+    // Unix Makefiles keep the compiler's own file, written relative to the
+    // directory the compile ran in: the target's binary directory, the part
+    // of the object's path before /CMakeFiles/.
+    const std::string depfile = object + ".d";
+    const size_t cmake_files = object.rfind("/CMakeFiles/");
+    auto text = read_depfile(depfile);
+    if (!text || cmake_files == std::string::npos) {
+      ++missing;
+      continue;
+    }
+    const std::string base = object.substr(0, cmake_files);
+    for (auto& path : parse_compiler_depfile(*text)) {
+      add(util::absolute_path(path.starts_with('/') ? path : base + "/" + path));
+    }
   }
   return inputs;
 }
@@ -291,11 +478,14 @@ load_target_settings(const std::string& dir, const std::string& target, const st
         candidate.consumes.push_back(line.substr(9));
       } else if (line.starts_with("produces=") && line.size() > 9) {
         candidate.produces.push_back(line.substr(9));
+      } else if (line.starts_with("interface=") && line.size() > 10) {
+        candidate.interface.push_back(line.substr(10));
       }
     }
     if (util::absolute_path(file_output) == output) {
       resolve_relative(candidate.consumes, source_dir);
       resolve_relative(candidate.produces, binary_dir);
+      resolve_relative(candidate.interface, binary_dir);
       return candidate;
     }
   }

@@ -18,21 +18,51 @@ std::string depfile_path(const std::string& build_dir, const std::string& target
 // order, unescaped ("\ " and "$$"). Phony "in:" lines are skipped.
 std::vector<std::string> parse_depfile(std::string_view text);
 
+// Parses a compiler's dependency file (-MD -MF), as GCC and Clang write it:
+// the first rule's inputs, any number to a line, spaces in names escaped.
+std::vector<std::string> parse_compiler_depfile(std::string_view text);
+
+struct LinkInputs
+{
+  std::vector<std::string> inputs;  // what the linker read, but the build tree's objects
+  std::vector<std::string> objects; // the build tree's objects it read (absolute)
+};
+
 // What a link consumed: the linker's dependency file when there is one,
 // else the existing files named on the link line (CMake names libraries by
-// full path). Drops the output itself and the build tree's own object files
-// (they are intermediate, never recorded as produced); makes paths
-// absolute; keeps the first of duplicates. What the linker left is never
+// full path), for an archive (`is_link` false) its objects only. Sets the
+// output itself and the build tree's own object files aside (they are
+// intermediate, never recorded as produced: their compiles' inputs are
+// what counts, compile_inputs()); makes paths absolute; keeps the first of
+// duplicates. Reads response files (@file) on the line. What the linker left is never
 // fatal, since a build must not fail for it: a dependency file that is not
 // a regular file or cannot be read is passed to `on_warning` and the link
 // line is read instead, and an input whose name holds a NUL byte (no file
 // has one) is passed to `on_warning` and skipped.
-std::vector<std::string> collect_link_inputs(const std::vector<std::string>& command,
-                                             const std::string& depfile,
-                                             const std::string& output,
-                                             const std::string& build_dir,
-                                             bool is_link,
-                                             const std::function<void(const std::string&)>& on_warning);
+LinkInputs collect_link_inputs(const std::vector<std::string>& command,
+                               const std::string& depfile,
+                               const std::string& output,
+                               const std::string& build_dir,
+                               bool is_link,
+                               const std::function<void(const std::string&)>& on_warning);
+
+// An archive is made by several commands (rm, ar, ranlib) and recorded
+// after the last, which names no objects: the one that does (ar) leaves
+// them in this private file of the (target, output) pair, for the last to
+// take (read and remove).
+std::string archive_objects_path(const std::string& build_dir, const std::string& target, const std::string& output);
+void save_archive_objects(const std::string& path, const std::vector<std::string>& objects);
+std::vector<std::string> take_archive_objects(const std::string& path);
+
+// Where `fingerprint compile` keeps what the compile of `object` read:
+// "<object>.fpdeps", absolute paths separated by NUL bytes.
+std::string compile_record_path(const std::string& object);
+
+// What the compiles of `objects` read (compile_record_path; for an object
+// compiled without it, the dependency file Unix Makefiles keep beside it):
+// their union, absolute, first seen first. An object with neither, or
+// whose record is older than it, is counted in `missing`.
+std::vector<std::string> compile_inputs(const std::vector<std::string>& objects, size_t& missing);
 
 // Per-target settings the CMake module writes at generate time (one file
 // per configuration) from the FINGERPRINT_CONSUMES / FINGERPRINT_PRODUCES
@@ -41,6 +71,7 @@ struct TargetSettings
 {
   std::vector<std::string> consumes;
   std::vector<std::string> produces;
+  std::vector<std::string> interface; // a static library's link interface: the files it hands on
 };
 
 // Reads <dir>/<target>/*.args and takes the one whose "output=" line names

@@ -38,7 +38,10 @@ record(const RecordRequest& request,
        const std::function<void(const std::string&)>& on_warning)
 {
   std::vector<std::string> all = request.produced;
-  all.insert(all.end(), request.consumed.begin(), request.consumed.end());
+  all.reserve(all.size() + request.consumed.size());
+  for (const Input& input : request.consumed) {
+    all.push_back(input.path);
+  }
 
   // Every file is digested before the store is touched: one bad file means
   // nothing is recorded, not half of the build step.
@@ -59,6 +62,26 @@ record(const RecordRequest& request,
                  + " could not be digested"};
   }
 
+  const size_t produced_count = request.produced.size();
+  store::Manifest manifest;
+  manifest.algorithm = request.algorithm;
+  manifest.entries.reserve(request.consumed.size());
+  for (size_t c = 0; c < request.consumed.size(); ++c) {
+    const auto& file = *digests[produced_count + c];
+    manifest.entries.push_back({request.consumed[c].role, file.hex, file.size, request.consumed[c].path});
+  }
+  store::normalize(manifest);
+  std::string encoded_manifest;
+  std::optional<store::DigestKey> manifest_key;
+  if (!manifest.entries.empty()) {
+    encoded_manifest = store::encode(manifest);
+    auto key = store::manifest_key(request.algorithm, encoded_manifest);
+    if (!key) {
+      return key.error();
+    }
+    manifest_key = std::move(*key);
+  }
+
   store::Event common;
   common.project = request.project;
   common.version = request.version;
@@ -69,28 +92,18 @@ record(const RecordRequest& request,
   common.time = util::format_rfc3339(util::now_ns());
   const std::string prefix = std::string(digest::algorithm_name(request.algorithm)) + ":";
 
-  const size_t produced_count = request.produced.size();
   std::vector<store::Event> events;
-  events.reserve(produced_count * (1 + request.consumed.size()));
+  events.reserve(produced_count);
   for (size_t p = 0; p < produced_count; ++p) {
     store::Event event = common;
     event.event = store::EventKind::produced;
     event.digest = prefix + digests[p]->hex;
     event.size = digests[p]->size;
     event.path = request.produced[p];
-    events.push_back(std::move(event));
-  }
-  for (size_t c = 0; c < request.consumed.size(); ++c) {
-    const auto& file = *digests[produced_count + c];
-    for (size_t p = 0; p < produced_count; ++p) {
-      store::Event event = common;
-      event.event = store::EventKind::consumed;
-      event.digest = prefix + file.hex;
-      event.size = file.size;
-      event.path = request.consumed[c];
-      event.product = prefix + digests[p]->hex;
-      events.push_back(std::move(event));
+    if (manifest_key) {
+      event.inputs = manifest_key->str();
     }
+    events.push_back(std::move(event));
   }
 
   // The id goes with the events whichever way they travel: a COMMIT whose
@@ -163,6 +176,13 @@ record(const RecordRequest& request,
     }
   }
   store::Store::Warnings warnings;
+  if (manifest_key) {
+    // Before the events that name it: a manifest the store has is whole.
+    auto put = store->put_manifest(*manifest_key, encoded_manifest, manifest, &warnings);
+    if (!put) {
+      return journal(put.error());
+    }
+  }
   auto appended = store->append_call(call, events, &warnings);
   if (on_warning) {
     for (const auto& warning : warnings) {

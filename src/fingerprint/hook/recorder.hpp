@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/store/manifest.hpp>
 #include <fingerprint/util/expected.hpp>
 
 #include <functional>
@@ -8,6 +9,13 @@
 #include <vector>
 
 namespace fingerprint::hook {
+
+// A file a build step read, and how.
+struct Input
+{
+  std::string path; // absolute
+  store::Role role = store::Role::link;
+};
 
 // One build step's outputs and inputs, to be recorded.
 struct RecordRequest
@@ -19,7 +27,7 @@ struct RecordRequest
   std::string build_id;  // never empty: see build_id.hpp
   std::string build_dir; // absolute
   std::vector<std::string> produced;
-  std::vector<std::string> consumed;
+  std::vector<Input> consumed;
   digest::Algorithm algorithm = digest::k_default_algorithm;
   // A database out of reach: journal the events (store/spool.hpp) and
   // succeed. False with --required (FINGERPRINT_REQUIRED ON): the step
@@ -28,11 +36,12 @@ struct RecordRequest
   bool spool = true;
 };
 
-// Digests every file first (through the digest cache), then appends one
-// `produced` event per product and one `consumed` event per (input,
-// product). One unreadable file means nothing is appended: each such file
-// is passed to `on_file_error`, and the result is an error. Returns the
-// number of events appended. `on_warning` hears about damaged logs met while
+// Digests every file first (through the digest cache), then stores the
+// inputs as one input manifest (store/manifest.hpp; nothing when the store
+// has it already) and appends one `produced` event per product, naming the
+// manifest in `inputs`. One unreadable file means nothing is appended: each
+// such file is passed to `on_file_error`, and the result is an error.
+// Returns the number of events appended. `on_warning` hears about damaged logs met while
 // appending (the events are appended regardless).
 //
 // With a database store, the events are one call (Store::append_call). A

@@ -18,6 +18,10 @@ fold_record(const DigestKey& key, LogContents contents)
       record.installed_copies.push_back(std::move(event));
       continue;
     }
+    if (event.event == EventKind::produced && event.digest != key.str() && event.inputs == key.str()) {
+      record.manifest_users.push_back(std::move(event));
+      continue;
+    }
     if (event.digest != key.str()) {
       record.problems.push_back({key.log_path(), 0, "event for " + event.digest + " in the log of " + key.str()});
       continue;
@@ -35,6 +39,55 @@ fold_record(const DigestKey& key, LogContents contents)
   return record;
 }
 
+Expected<void>
+add_manifest_consumers(const Store& store, ArtifactRecord& record, const ManifestUserLoader& load)
+{
+  auto uses = store.find_manifest_uses(record.key, record.problems);
+  if (!uses) {
+    return uses.error();
+  }
+  for (const ManifestUse& use : *uses) {
+    auto manifest = store.read_manifest(use.manifest);
+    if (!manifest) {
+      return manifest.error();
+    }
+    if (!*manifest) {
+      continue; // indexed by a call that died before storing it
+    }
+    const ManifestEntry* entry = nullptr;
+    for (const ManifestEntry& candidate : (*manifest)->entries) {
+      if (candidate.hex == record.key.hex && candidate.role == use.role) {
+        entry = &candidate;
+        record.size = candidate.size;
+        if (std::find(record.names.begin(), record.names.end(), candidate.path) == record.names.end()) {
+          record.names.push_back(candidate.path);
+        }
+      }
+    }
+    if (entry == nullptr) {
+      record.problems.push_back(
+        {"manifest " + use.manifest.str(), 0, "indexed under " + record.key.str() + " but does not list it"});
+      continue;
+    }
+    auto users = load(use.manifest);
+    if (!users) {
+      return users.error();
+    }
+    for (Event& user : *users) {
+      Event event = std::move(user);
+      event.event = EventKind::consumed;
+      event.product = std::move(event.digest);
+      event.digest = record.key.str();
+      event.size = entry->size;
+      event.path = entry->path;
+      event.role = std::string(role_name(use.role));
+      event.inputs.clear();
+      record.consumers.push_back(std::move(event));
+    }
+  }
+  return {};
+}
+
 Expected<ArtifactRecord>
 load_record(const Store& store, const DigestKey& key)
 {
@@ -42,7 +95,19 @@ load_record(const Store& store, const DigestKey& key)
   if (!contents) {
     return contents.error();
   }
-  return fold_record(key, std::move(*contents));
+  ArtifactRecord record = fold_record(key, std::move(*contents));
+  auto added =
+    add_manifest_consumers(store, record, [&store](const DigestKey& manifest) -> Expected<std::vector<Event>> {
+      auto log = store.read_log(manifest);
+      if (!log) {
+        return log.error();
+      }
+      return fold_record(manifest, std::move(*log)).manifest_users;
+    });
+  if (!added) {
+    return added.error();
+  }
+  return record;
 }
 
 Expected<std::vector<ConsumerHit>>

@@ -23,6 +23,9 @@ struct ArtifactRecord
   // `from` is this artifact): the bytes differ (RPATHs rewritten), the
   // artifact is the same.
   std::vector<Event> installed_copies;
+  // When this artifact is an input manifest: the `produced` events of the
+  // products made from it (their `inputs` is this artifact).
+  std::vector<Event> manifest_users;
   std::vector<LogProblem> problems; // lines that could not be read
   bool torn_tail = false;
 
@@ -35,6 +38,13 @@ struct ArtifactRecord
 
 ArtifactRecord fold_record(const DigestKey& key, LogContents contents);
 
+// Adds to `record` a `consumed` event (with its `role`) per product whose
+// input manifest lists the artifact, and the paths those manifests name it
+// by to its names. `load` reads a manifest's record (its users).
+using ManifestUserLoader = std::function<Expected<std::vector<Event>>(const DigestKey& manifest)>;
+Expected<void> add_manifest_consumers(const Store& store, ArtifactRecord& record, const ManifestUserLoader& load);
+
+// fold_record() of the artifact's log, with add_manifest_consumers().
 Expected<ArtifactRecord> load_record(const Store& store, const DigestKey& key);
 
 // Reads one artifact's record, for the walks below.

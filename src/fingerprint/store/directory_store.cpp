@@ -228,6 +228,14 @@ DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) con
     }
     lines.push_back(std::move(*line));
     add(key->log_path(), lines.back());
+    if (!event.inputs.empty()) {
+      // The manifest's own log lists who was made from it: its consumers.
+      auto manifest = parse_digest_key(event.inputs);
+      if (!manifest) {
+        return manifest.error();
+      }
+      add(manifest->log_path(), lines.back());
+    }
     index_lines.emplace_back(std::move(index), &lines.back());
   }
   for (auto& [index, line] : index_lines) {
@@ -284,6 +292,143 @@ DirectoryStore::append_link(const DigestKey& log, const Event& event, Warnings* 
     return appended.error();
   }
   return {};
+}
+
+Expected<bool>
+DirectoryStore::put_manifest(const DigestKey& key,
+                             const std::string& encoded,
+                             const Manifest& manifest,
+                             Warnings* warnings) const
+{
+  if (!m_root_fd) {
+    return make_error(m_root, "store not opened for writing");
+  }
+  const std::string relative = layout::manifest_file(key);
+  const auto [dir, name] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, true);
+  if (!dir_fd) {
+    return make_error(m_root + "/" + relative, dir_fd.error().message);
+  }
+  const std::string file_name(name);
+  struct stat st
+  {};
+  if (::fstatat(dir_fd->get(), file_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    return false;
+  }
+  // The reverse index first, one line per input: a manifest that exists is
+  // indexed whole. A call that dies in between leaves lines that the next
+  // call with the same inputs writes again, which readers fold.
+  for (const ManifestEntry& entry : manifest.entries) {
+    const ManifestUse use{key, entry.role};
+    const std::string line = reverse_line(use);
+    auto appended = append_line(layout::reverse_index(DigestKey{manifest.algorithm, entry.hex}), line, warnings);
+    if (!appended) {
+      return appended.error();
+    }
+  }
+  // Then the manifest, whole: written under a temporary name and linked
+  // into place, so that a reader never sees half of one; two calls making
+  // the same one agree (the second link finds it there).
+  const std::string temp = layout::temp_name(file_name, layout::TempTag::create);
+  Fd fd(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!fd) {
+    return make_error(m_root + "/" + relative, util::errno_text(errno));
+  }
+  auto written = util::write_all(fd.get(), encoded);
+  fd.reset();
+  if (!written) {
+    ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+    return make_error(m_root + "/" + relative, written.error().message);
+  }
+  const bool linked = ::linkat(dir_fd->get(), temp.c_str(), dir_fd->get(), file_name.c_str(), 0) == 0;
+  const int link_error = errno;
+  ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+  if (!linked && link_error != EEXIST) {
+    return make_error(m_root + "/" + relative, util::errno_text(link_error));
+  }
+  return linked;
+}
+
+Expected<std::optional<Manifest>>
+DirectoryStore::read_manifest(const DigestKey& key) const
+{
+  if (!m_root_fd) {
+    return std::optional<Manifest>();
+  }
+  const std::string relative = layout::manifest_file(key);
+  const std::string full = m_root + "/" + relative;
+  auto fd = open_below(m_root_fd.get(), relative, O_RDONLY | O_NONBLOCK, false);
+  if (!fd) {
+    return make_error(full, fd.error().message);
+  }
+  if (!fd->valid()) {
+    return std::optional<Manifest>();
+  }
+  struct stat st
+  {};
+  if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return make_error(full, "not a regular file");
+  }
+  auto bytes = util::read_all(fd->get());
+  if (!bytes) {
+    return make_error(full, bytes.error().message);
+  }
+  auto manifest = decode_manifest(*bytes, full);
+  if (!manifest) {
+    return manifest.error();
+  }
+  if (manifest->algorithm != key.algorithm) {
+    return make_error(full, "holds a manifest of another digest algorithm");
+  }
+  return std::optional<Manifest>(std::move(*manifest));
+}
+
+Expected<std::vector<ManifestUse>>
+DirectoryStore::find_manifest_uses(const DigestKey& input, std::vector<LogProblem>& problems) const
+{
+  std::vector<ManifestUse> uses;
+  if (!m_root_fd) {
+    return uses;
+  }
+  const std::string relative = layout::reverse_index(input);
+  auto fd = open_below(m_root_fd.get(), relative, O_RDONLY | O_NONBLOCK, false);
+  if (!fd) {
+    return make_error(m_root + "/" + relative, fd.error().message);
+  }
+  if (!fd->valid()) {
+    return uses;
+  }
+  struct stat st
+  {};
+  if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return make_error(m_root + "/" + relative, "not a regular file");
+  }
+  auto text = util::read_all(fd->get());
+  if (!text) {
+    return make_error(m_root + "/" + relative, text.error().message);
+  }
+  std::string_view rest = *text;
+  std::set<std::string> seen;
+  for (size_t number = 1; !rest.empty(); ++number) {
+    const size_t end = rest.find('\n');
+    if (end == std::string_view::npos) {
+      break; // a writer that died mid-line; never acknowledged
+    }
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end + 1);
+    if (line.empty()) {
+      continue;
+    }
+    auto use = parse_reverse_line(line, input.algorithm);
+    if (!use) {
+      problems.push_back({relative, number, "not a reverse index line (<role><manifest hex>)"});
+      continue;
+    }
+    if (seen.insert(reverse_line(*use)).second) {
+      uses.push_back(std::move(*use));
+    }
+  }
+  return uses;
 }
 
 Expected<std::string>

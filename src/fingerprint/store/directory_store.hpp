@@ -80,6 +80,14 @@ public:
   // reads as empty.
   Expected<LogContents> read_log(const DigestKey& key) const override;
 
+  Expected<bool> put_manifest(const DigestKey& key,
+                              const std::string& encoded,
+                              const Manifest& manifest,
+                              Warnings* warnings = nullptr) const override;
+  Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const override;
+  Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
+                                                        std::vector<LogProblem>& problems) const override;
+
   // Every artifact log, sorted by key (files that are not named like a
   // log are left for fsck).
   Expected<std::vector<DigestKey>> list_logs() const;

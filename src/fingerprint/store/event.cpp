@@ -500,6 +500,11 @@ write_field(const Event& event, std::string& out)
       return; // the text field holds it exactly
     }
   }
+  if constexpr (field.optional) {
+    if ((event.*field.text).empty()) {
+      return;
+    }
+  }
   out.append(k_prefixes[I].text.data(), k_prefixes[I].size);
   char digits[24];
   if constexpr (field.type == FieldType::format) {

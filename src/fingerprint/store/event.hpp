@@ -41,6 +41,10 @@ struct Event
   std::string time;    // RFC 3339 UTC
   std::string product; // consumed: the digest of what the consumer produced
   std::string from;    // installed: the build-tree digest it was installed from
+  // consumed, as queries report an input manifest's entry (never stored:
+  // old logs' consumed events have none, and were link edges or declared).
+  std::string role;
+  std::string inputs; // produced: the digest of its input manifest (manifest.hpp), if it has one
 
   bool operator==(const Event&) const = default;
 };
@@ -102,6 +106,9 @@ struct EventField
   EventKinds written = k_every_kind;  // the kinds whose lines have it
   EventKinds required = k_every_kind; // the kinds a line is refused without it (older writers lacked the rest)
   FieldCheck check = FieldCheck::none;
+  // Written only when not empty: a field newer lines have and older ones
+  // lack, so that those read back byte for byte.
+  bool optional = false;
   // The PostgreSQL column that holds it beside the line, for the queries;
   // empty: only in the line. Its SQL type follows `type` (postgresql/schema.hpp).
   std::string_view column = {};
@@ -139,6 +146,13 @@ inline constexpr EventField k_event_fields[] = {
    .required = only(EventKind::installed),
    .check = FieldCheck::digest,
    .column = "from_digest"},
+  {.name = "role", .text = &Event::role, .written = only(EventKind::consumed), .required = k_no_kind, .optional = true},
+  {.name = "inputs",
+   .text = &Event::inputs,
+   .written = only(EventKind::produced),
+   .required = k_no_kind,
+   .check = FieldCheck::digest,
+   .optional = true},
 };
 inline constexpr size_t k_event_field_count = std::size(k_event_fields);
 
@@ -147,7 +161,7 @@ inline constexpr size_t k_event_field_count = std::size(k_event_fields);
 constexpr bool
 always_written(const EventField& field)
 {
-  return field.type != FieldType::bytes;
+  return field.type != FieldType::bytes && !field.optional;
 }
 
 // One JSON object, no trailing newline. A path that is not valid UTF-8 is

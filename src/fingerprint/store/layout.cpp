@@ -213,18 +213,39 @@ private:
 
 } // namespace
 
+namespace {
+
 std::string
-artifact_log(const DigestKey& key)
+content_path(std::string_view tree, const DigestKey& key)
 {
-  std::string result(k_objects);
+  std::string result(tree);
   result += '/';
   result += digest::algorithm_name(key.algorithm);
   result += '/';
   result.append(key.hex, 0, 2);
   result += '/';
   result += key.hex;
-  result += k_log_suffix;
   return result;
+}
+
+} // namespace
+
+std::string
+artifact_log(const DigestKey& key)
+{
+  return content_path(k_objects, key) + std::string(k_log_suffix);
+}
+
+std::string
+manifest_file(const DigestKey& key)
+{
+  return content_path(k_manifests, key);
+}
+
+std::string
+reverse_index(const DigestKey& key)
+{
+  return content_path(k_inputs, key);
 }
 
 std::string

@@ -7,6 +7,8 @@
 //   <store>/fingerprint-store.json
 //   <store>/objects/<algorithm>/<2 hex>/<hex>.jsonl   an artifact's log
 //   <store>/builds/<project>/<build>.jsonl            a build's index
+//   <store>/manifests/<algorithm>/<2 hex>/<hex>        an input manifest (manifest.hpp)
+//   <store>/inputs/<algorithm>/<2 hex>/<hex>           the manifests that list an input
 //   <store>/quarantine/<run>/...                      what fsck --repair set aside
 //
 // Not part of the store's interface: the PostgreSQL store has no files.
@@ -23,6 +25,8 @@ namespace fingerprint::store::layout {
 
 inline constexpr std::string_view k_objects = "objects";
 inline constexpr std::string_view k_builds = "builds";
+inline constexpr std::string_view k_manifests = "manifests";
+inline constexpr std::string_view k_inputs = "inputs";
 inline constexpr std::string_view k_quarantine = "quarantine";
 // Empty; appends and gc hold its flock() shared while they change a store,
 // fsck --repair exclusively while it mends one-sided events.
@@ -31,6 +35,12 @@ inline constexpr std::string_view k_log_suffix = ".jsonl";
 
 // objects/<algorithm>/<first 2 hex>/<hex>.jsonl
 std::string artifact_log(const DigestKey& key);
+
+// manifests/<algorithm>/<first 2 hex>/<hex>
+std::string manifest_file(const DigestKey& key);
+// inputs/<algorithm>/<first 2 hex>/<hex>: one reverse_line() per manifest
+// that lists the artifact `key`.
+std::string reverse_index(const DigestKey& key);
 
 // builds/<project>/<build>.jsonl, each name encoded as one component.
 std::string build_index(const BuildRef& build);

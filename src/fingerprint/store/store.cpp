@@ -53,6 +53,24 @@ Store::append_call(const std::string& /*call*/, const std::vector<Event>& events
   return true;
 }
 
+Expected<bool>
+Store::put_manifest(const DigestKey&, const std::string&, const Manifest&, Warnings*) const
+{
+  return Error{location() + ": this store keeps no input manifests"};
+}
+
+Expected<std::optional<Manifest>>
+Store::read_manifest(const DigestKey&) const
+{
+  return std::optional<Manifest>();
+}
+
+Expected<std::vector<ManifestUse>>
+Store::find_manifest_uses(const DigestKey&, std::vector<LogProblem>&) const
+{
+  return std::vector<ManifestUse>();
+}
+
 Expected<MigrateReport>
 Store::import_from(const Migration&, const std::function<void(size_t, size_t)>&) const
 {

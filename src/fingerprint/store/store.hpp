@@ -2,11 +2,13 @@
 
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/manifest.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,6 +151,26 @@ public:
   // Everything readable in one artifact's log; a log that does not exist
   // reads as empty.
   virtual Expected<LogContents> read_log(const DigestKey& key) const = 0;
+
+  // Stores an input manifest (manifest.hpp) under `key`, its name, from
+  // `encoded`, its bytes, unless the store has it already. The reverse
+  // index gets every entry before the manifest itself appears: a manifest
+  // the store has is listed under each input it names, so that a call
+  // finding it need not list its inputs again. Returns whether it was new.
+  // A store that keeps no manifests refuses.
+  virtual Expected<bool> put_manifest(const DigestKey& key,
+                                      const std::string& encoded,
+                                      const Manifest& manifest,
+                                      Warnings* warnings = nullptr) const;
+
+  // The manifest called `key`; nullopt when the store does not have it.
+  virtual Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const;
+
+  // The manifests that list the artifact `input`, with its role in each,
+  // each (manifest, role) once. Unreadable entries of the reverse index are
+  // appended to `problems`.
+  virtual Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
+                                                                std::vector<LogProblem>& problems) const;
 
   // One artifact's log as the directory store writes it (one JSON line per
   // event), for byte-level checks; empty when absent.

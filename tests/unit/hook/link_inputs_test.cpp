@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
+#include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -64,9 +65,10 @@ TEST(LinkInputs, TheLinkLineGivesLibrariesWhenThereIsNoDependencyFile)
   // Existing files only: the command names them relative to the build tree.
   const std::vector<std::string> command = {
     "/usr/bin/c++", "main.o", "-o", "app", "/lib/x86_64-linux-gnu/libc.so.6", "-lm", "/nonexistent/libz.a"};
-  EXPECT_EQ(collect_link_inputs(
-              command, "", "/b/app", "/b", true, [](const std::string& warning) { ADD_FAILURE() << warning; }),
-            Paths{"/lib/x86_64-linux-gnu/libc.so.6"});
+  EXPECT_EQ(
+    collect_link_inputs(command, "", "/b/app", "/b", true, [](const std::string& warning) { ADD_FAILURE() << warning; })
+      .inputs,
+    Paths{"/lib/x86_64-linux-gnu/libc.so.6"});
 }
 
 TEST(LinkInputs, ADependencyFileThatIsNotARegularFileIsRefusedAndTheLinkLineRead)
@@ -81,7 +83,8 @@ TEST(LinkInputs, ADependencyFileThatIsNotARegularFileIsRefusedAndTheLinkLineRead
     ASSERT_EQ(std::string(kind) == "FIFO" ? ::mkfifo(depfile.c_str(), 0600) : ::mkdir(depfile.c_str(), 0700), 0);
     Paths warnings;
     EXPECT_EQ(collect_link_inputs(
-                command, depfile, "/b/app", "/b", true, [&](const std::string& text) { warnings.push_back(text); }),
+                command, depfile, "/b/app", "/b", true, [&](const std::string& text) { warnings.push_back(text); })
+                .inputs,
               Paths{"/lib/x86_64-linux-gnu/libc.so.6"});
     ASSERT_EQ(warnings.size(), 1U);
     EXPECT_NE(warnings[0].find(depfile + ": " + reason), std::string::npos) << warnings[0];
@@ -103,10 +106,61 @@ TEST(LinkInputs, AnInputNamedWithANulByteIsSkippedWithAWarningAndTheOthersKept)
   Paths warnings;
   EXPECT_EQ(
     collect_link_inputs(
-      {"/usr/bin/c++"}, depfile, "/b/app", "/b", true, [&](const std::string& text) { warnings.push_back(text); }),
+      {"/usr/bin/c++"}, depfile, "/b/app", "/b", true, [&](const std::string& text) { warnings.push_back(text); })
+      .inputs,
     Paths{dir / "liba.a"});
   ASSERT_EQ(warnings.size(), 1U);
   EXPECT_EQ(warnings[0], depfile + ": an input's name holds a NUL byte, skipped: " + lib + "\\0b.a");
+}
+
+TEST(CompileInputs, TheCompilersDependencyFileGivesEveryPathOfItsFirstRule)
+{
+  // GCC writes several paths to a line and escapes spaces; a depfile of
+  // GNU ld's kind, one path per line, reads the same.
+  EXPECT_EQ(parse_compiler_depfile("obj/a.cpp.o: /src/a.cpp /src/my\\ dir/a.hpp \\\n"
+                                   " /usr/include/stdio.h \\\n  gen/c$$.h\n/src/a.hpp:\n"),
+            (Paths{"/src/a.cpp", "/src/my dir/a.hpp", "/usr/include/stdio.h", "gen/c$.h"}));
+  EXPECT_EQ(parse_compiler_depfile("obj/a.o: \\\n /src/a.c\r\n"), Paths{"/src/a.c"});
+  EXPECT_EQ(parse_compiler_depfile(""), Paths{});
+}
+
+TEST(CompileInputs, AnArchivesObjectsComeFromItsCommandAndAResponseFile)
+{
+  const test::TempDir dir;
+  for (const char* name : {"a.o", "b.o", "c.o"}) {
+    test::write_file(dir / name, "obj\n");
+  }
+  test::write_file(dir / "objects.rsp", dir / "b.o" + " \"" + dir / "c.o" + "\"\n");
+  const auto found = collect_link_inputs({"/usr/bin/ar", "qc", dir / "lib.a", dir / "a.o", "@" + dir / "objects.rsp"},
+                                         "",
+                                         dir / "lib.a",
+                                         dir.path(),
+                                         false,
+                                         [](const std::string& warning) { ADD_FAILURE() << warning; });
+  EXPECT_EQ(found.inputs, Paths{});
+  EXPECT_EQ(found.objects, (Paths{dir / "a.o", dir / "b.o", dir / "c.o"}));
+}
+
+TEST(CompileInputs, ARecordOlderThanItsObjectIsNotTrustedAndMakesDependencyFilesAreRead)
+{
+  const test::TempDir dir;
+  const std::string fresh = dir / "CMakeFiles/t.dir/fresh.o";
+  const std::string stale = dir / "CMakeFiles/t.dir/stale.o";
+  const std::string made = dir / "sub/CMakeFiles/t.dir/made.o";
+  std::filesystem::create_directories(dir / "CMakeFiles/t.dir");
+  std::filesystem::create_directories(dir / "sub/CMakeFiles/t.dir");
+  test::write_file(fresh, "o");
+  test::write_file(compile_record_path(fresh), std::string("/src/a.cpp\0/src/a.hpp\0", 22));
+  test::write_file(compile_record_path(stale), std::string("/src/old.hpp\0", 13));
+  test::write_file(stale, "o"); // rebuilt after its record: the record is not its
+  const timespec times[2] = {{0, UTIME_OMIT}, {1, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, compile_record_path(stale).c_str(), times, 0), 0);
+  test::write_file(made, "o");
+  test::write_file(made + ".d", "CMakeFiles/t.dir/made.o: /src/m.cpp gen/m.hpp /src/a.hpp\n");
+  size_t missing = 0;
+  EXPECT_EQ(compile_inputs({fresh, stale, made}, missing),
+            (Paths{"/src/a.cpp", "/src/a.hpp", "/src/m.cpp", dir / "sub/gen/m.hpp"}));
+  EXPECT_EQ(missing, 1U);
 }
 
 TEST(LinkInputs, ASettingsFileWithANulByteIsAnErrorThatNamesItsLine)

@@ -1,0 +1,87 @@
+#pragma once
+
+// A product's input manifest: every file its build step read, each with the
+// role it played, stored once under its own digest (as OmniBOR's input
+// manifests are), so that a relink that read the same bytes adds nothing
+// but its `produced` event, which names the manifest in `inputs`.
+
+#include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/store/digest_key.hpp>
+#include <fingerprint/util/expected.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fingerprint::store {
+
+// How a build step used a file it read (README, "What a target consumed").
+enum class Role : char
+{
+  link = 'l',      // the linker read it
+  compile = 'c',   // a compile read it: a source or a header
+  interface = 'i', // a static library hands it to every consumer (its link interface)
+  declared = 'd',  // fingerprint_target(... CONSUMES ...)
+};
+
+inline constexpr Role k_all_roles[] = {Role::link, Role::compile, Role::interface, Role::declared};
+
+// "link", "compile", "interface", "declared".
+std::string_view role_name(Role role);
+std::optional<Role> parse_role(std::string_view name);
+// The role of its one-letter code ('l', 'c', 'i', 'd').
+std::optional<Role> role_of_code(char code);
+
+struct ManifestEntry
+{
+  Role role = Role::link;
+  std::string hex;  // the input's digest, in the manifest's algorithm
+  uint64_t size = 0;
+  std::string path; // where the build step read it: absolute, exact bytes
+
+  bool operator==(const ManifestEntry&) const = default;
+};
+
+struct Manifest
+{
+  digest::Algorithm algorithm = digest::k_default_algorithm;
+  // Sorted by path, then role; no (path, role) twice.
+  std::vector<ManifestEntry> entries;
+};
+
+// Sorts the entries and drops repeated (path, role) pairs, as encode() needs.
+void normalize(Manifest& manifest);
+
+// The stored form (README, "The store"): a header line
+// "fingerprint-manifest 1 <algorithm> <count>\n", then per entry its role
+// code, its raw digest, its size (LEB128) and its path front-coded against
+// the one before (bytes shared, then the rest: two LEB128 numbers and the
+// bytes). About 50 bytes per input where a JSON event took 400. `manifest` must be
+// normalized.
+std::string encode(const Manifest& manifest);
+
+// Reads what encode() wrote; the error says what is wrong, `where` names the
+// file.
+Expected<Manifest> decode_manifest(std::string_view bytes, const std::string& where);
+
+// The manifest's name: its algorithm's digest of its encoded bytes.
+Expected<DigestKey> manifest_key(digest::Algorithm algorithm, std::string_view encoded);
+
+// What the reverse index holds per input: one of the manifests that list
+// it, and the role it has there.
+struct ManifestUse
+{
+  DigestKey manifest;
+  Role role = Role::link;
+
+  bool operator==(const ManifestUse&) const = default;
+};
+
+// A reverse index line: "<role code><manifest hex>".
+std::string reverse_line(const ManifestUse& use);
+// Reads one; `algorithm` is the input's, which its manifests share.
+std::optional<ManifestUse> parse_reverse_line(std::string_view line, digest::Algorithm algorithm);
+
+} // namespace fingerprint::store
