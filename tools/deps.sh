@@ -41,8 +41,10 @@ FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann
 # (initdb, pg_ctl; psql comes with it).
 # strace: cmake.killed_build kills a hook at the exact system call of its
 # build-sequence rewrite.
+# ccache: cmake.complete_graph keeps a project's compile launcher working
+# inside the compile hook.
 FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format graphviz chromium
-  postgresql strace)
+  postgresql strace ccache)
 # What the fuzz build needs on top of the build packages: clang, its runtime
 # libraries (libFuzzer, ASan, UBSan) for the default clang version, and
 # llvm-symbolizer, without which a crash's stack trace has no file:line.

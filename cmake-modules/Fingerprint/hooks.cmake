@@ -88,10 +88,10 @@ function(_fingerprint_store_options out)
   set(${out} "${options}" PARENT_SCOPE)
 endfunction()
 
-# The start of every link launcher: the runner and its common options,
-# quoted for the shell.
-function(_fingerprint_common_args out runner)
-  set(words "${runner}" launch --project "${CMAKE_PROJECT_NAME}" --build-dir "${CMAKE_BINARY_DIR}")
+# The start of every launcher: the runner, `subcommand` and its common
+# options, quoted for the shell.
+function(_fingerprint_common_args out runner subcommand)
+  set(words "${runner}" ${subcommand} --project "${CMAKE_PROJECT_NAME}" --build-dir "${CMAKE_BINARY_DIR}")
   if(CMAKE_PROJECT_VERSION)
     list(APPEND words --version "${CMAKE_PROJECT_VERSION}")
   endif()
@@ -160,6 +160,28 @@ function(_fingerprint_compile_hook target runner)
       endif()
       set_property(TARGET "${target}" PROPERTY ${lang}_COMPILER_LAUNCHER "${runner}" compile -- ${existing})
     endif()
+  endforeach()
+endfunction()
+
+# Runs every custom command through `fingerprint generate`, which records
+# the file it generated (its first OUTPUT) from the files its command line
+# names. A launcher already there (CTest's) runs inside it. Set per
+# directory, `dir` and below, but for those below `skip` (this repository's
+# own, when the runner is built in the same tree: it does not exist yet
+# when they run).
+function(_fingerprint_custom_hook runner dir skip)
+  if(skip)
+    string(FIND "${dir}/" "${skip}/" at)
+    if(at EQUAL 0)
+      return()
+    endif()
+  endif()
+  _fingerprint_common_args(common "${runner}" generate)
+  get_property(existing DIRECTORY "${dir}" PROPERTY RULE_LAUNCH_CUSTOM)
+  set_property(DIRECTORY "${dir}" PROPERTY RULE_LAUNCH_CUSTOM "${common} --output=<OUTPUT> -- ${existing}")
+  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(subdir IN LISTS subdirs)
+    _fingerprint_custom_hook("${runner}" "${subdir}" "${skip}")
   endforeach()
 endfunction()
 
@@ -251,27 +273,35 @@ function(_fingerprint_bracket out value)
   set(${out} "[${equals}[${value}]${equals}]" PARENT_SCOPE)
 endfunction()
 
-# Records install()ed copies once every install rule has run: this rule is
-# the last one of the top-level directory, and CMAKE_INSTALL_MANIFEST_FILES
-# then lists everything installed.
+# Records every install()ed file once every install rule has run, whatever
+# the project's policy CMP0082 (OLD runs the subdirectories' install rules
+# after the top-level directory's own, so a rule of its own would come too
+# early): the rule only watches CMAKE_INSTALL_MANIFEST, which the top-level
+# install script sets after every rule of every directory has run, when
+# CMAKE_INSTALL_MANIFEST_FILES lists everything installed.
 function(_fingerprint_install_rule runner)
-  cmake_policy(GET CMP0082 interleaved)
-  if(NOT interleaved STREQUAL "NEW")
-    message(STATUS "Installed copies in subdirectories are not fingerprinted: policy CMP0082 is not NEW "
-      "(cmake_minimum_required(VERSION 3.14) or later sets it)")
-  endif()
   _fingerprint_store_options(options)
+  set(words "${runner}" installed --project "${CMAKE_PROJECT_NAME}" --build-dir "${CMAKE_BINARY_DIR}"
+    --source-dir "${CMAKE_SOURCE_DIR}")
+  if(CMAKE_PROJECT_VERSION)
+    list(APPEND words --version "${CMAKE_PROJECT_VERSION}")
+  endif()
   set(command "")
-  foreach(word IN ITEMS "${runner}" installed --project "${CMAKE_PROJECT_NAME}" --build-dir "${CMAKE_BINARY_DIR}"
-                        ${options})
+  foreach(word IN LISTS words options)
     _fingerprint_bracket(bracketed "${word}")
     string(APPEND command " ${bracketed}")
   endforeach()
   set(code [==[
-    execute_process(COMMAND@command@ -- ${CMAKE_INSTALL_MANIFEST_FILES} RESULT_VARIABLE _fingerprint_result)
-    if(NOT _fingerprint_result EQUAL 0)
-      message(FATAL_ERROR "fingerprint: recording the installed files failed")
-    endif()
+    function(_fingerprint_installed variable access)
+      if(access STREQUAL "MODIFIED_ACCESS" AND NOT _fingerprint_installed_done)
+        set(_fingerprint_installed_done TRUE PARENT_SCOPE)
+        execute_process(COMMAND@command@ -- ${CMAKE_INSTALL_MANIFEST_FILES} RESULT_VARIABLE result)
+        if(NOT result EQUAL 0)
+          message(FATAL_ERROR "fingerprint: recording the installed files failed")
+        endif()
+      endif()
+    endfunction()
+    variable_watch(CMAKE_INSTALL_MANIFEST _fingerprint_installed)
   ]==])
   string(REPLACE "@command@" "${command}" code "${code}")
   install(CODE "${code}" ALL_COMPONENTS)
@@ -299,7 +329,13 @@ function(_fingerprint_finalize)
   list(REMOVE_DUPLICATES candidates)
 
   _fingerprint_depfile_drivers(drivers)
-  _fingerprint_common_args(common "${runner}")
+  _fingerprint_common_args(common "${runner}" launch)
+  set(own_checkout "")
+  if(in_tree)
+    get_target_property(runner_dir fingerprint SOURCE_DIR)
+    get_filename_component(own_checkout "${runner_dir}" DIRECTORY)
+  endif()
+  _fingerprint_custom_hook("${runner}" "${CMAKE_SOURCE_DIR}" "${own_checkout}")
   set(hooked "")
   foreach(target IN LISTS candidates)
     get_target_property(type "${target}" TYPE)

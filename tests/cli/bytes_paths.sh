@@ -119,7 +119,9 @@ check(sum(e["build"] == "2" for e in lines) >= 2
               for e in lines if e["build"] == "2"),
       "the lines of build 2's 2 events (UTF-8 names) have no *_bytes field")
 EOF
-run python3 stored_lines.py lines.jsonl "$B" "$U" "$LIB" "$OBJ" "$PCT" "$HDR" "$UTF" "$FIFTY"
+# (The consumed header is in the call's input manifest, not in a line: its
+# exact name is checked through consumers --json below.)
+run python3 stored_lines.py lines.jsonl "$B" "$U" "$LIB" "$OBJ" "$PCT" "$UTF" "$FIFTY"
 expect_rc 0 "the stored lines read"
 while IFS= read -r line; do
   case $line in
@@ -127,7 +129,7 @@ while IFS= read -r line; do
     *) _result 0 "${line#FAIL }" ;;
   esac
 done <"$T/out"
-expect_eq "$(grep -c '^PASS' "$T/out" || true)" 9 "all 9 checks of the stored lines passed"
+expect_eq "$(grep -c '^PASS' "$T/out" || true)" 8 "all 8 checks of the stored lines passed"
 
 # Queries find them by their names.
 run "$FP" --store "$S" show "$LIB"

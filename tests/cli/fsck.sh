@@ -22,10 +22,12 @@ done
 run "$FP" --store S fsck --json
 expect_rc 0 "fsck of a healthy store exits 0"
 expect_json_each "$T/out" <<'EOF'
-counts the 40 artifact logs :: d['logs'] == 40
+counts the 60 artifact logs (40 artifacts, 20 input manifests) :: d['logs'] == 60
 counts the 4 build indexes (p b0, p b2, q b1, q b3) :: d['build_indexes'] == 4
-counts every event twice (artifact log + build index): (40 + 20) * 2 :: d['events'] == 120
-no problems :: d['problems'] == []
+counts the 20 input manifests :: d['manifests'] == 20
+counts the 20 reverse indexes (of the 20 consumed files) :: d['reverse_indexes'] == 20
+counts every produced event twice (artifact log + build index), a manifest's product thrice: 40 * 2 + 20 :: d['events'] == 100
+no problems (a manifest's log holds its products' events) :: d['problems'] == []
 EOF
 
 digest_of() { sha256sum "$1" | cut -c1-64; }
@@ -35,7 +37,7 @@ printf '{"v":1,"event":"consu' >>"S/$log7"
 printf 'half a compaction\n' >"S/objects/sha256/${d7:0:2}/$d7.jsonl.compact.4242"
 run "$FP" --store S fsck
 expect_rc 1 "fsck with crash debris exits 1"
-expect_in out "$log7:3: torn last line" "names the torn line by file and line"
+expect_in out "$log7:2: torn last line" "names the torn line by file and line"
 expect_in out "temporary file" "names the leftover temporary file"
 expect_in out "fsck --repair" "says how to repair"
 run "$FP" --store S fsck --json
@@ -72,6 +74,87 @@ run "$FP" --store S fsck --repair
 expect_rc 0 "a second fsck --repair finds nothing"
 expect_in out "no problems" "and says so"
 expect_eq "$(find S/quarantine -mindepth 1 -maxdepth 1 | wc -l)" 1 "one quarantine directory: the second run moved nothing"
+
+# Input manifests and reverse indexes (format 2): each damage named, of its
+# kind, and --repair mending it without deleting anything.
+printf 'lib\n' >m.lib
+printf 'source\n' >m.cpp
+printf 'header\n' >m.hpp
+printf 'out\n' >m.out
+printf 'other\n' >m.other
+run "$FP" --store M record --project P --target T --build-id 1 --produced m.out --consumed m.lib --compiled m.cpp m.hpp
+expect_rc 0 "record a product of a manifest"
+# An orphaned manifest (a call that died before its events), made in
+# another store and carried over, a minute old.
+run "$FP" --store O record --project P --target U --build-id 1 --produced m.other --compiled m.cpp
+(cd O && find manifests inputs -type f) >orphan.files
+(cd O && tar cf - manifests) | (cd M && tar xf -)
+orphan=$(grep '^manifests/' orphan.files)
+touch -d '-2 minutes' "M/$orphan"
+cat O/inputs/sha256/*/* >orphan.line
+cpp_reverse="inputs/sha256/$(digest_of m.cpp | cut -c1-2)/$(digest_of m.cpp)"
+cat "O/$cpp_reverse" >>"M/$cpp_reverse"
+cp -a M M.healthy
+manifest=$(cd M && find manifests -type f ! -path "$orphan")
+mhex=$(basename "$manifest")
+manifest_log="objects/sha256/${mhex:0:2}/$mhex.jsonl"
+lib_reverse="inputs/sha256/$(digest_of m.lib | cut -c1-2)/$(digest_of m.lib)"
+hpp_reverse="inputs/sha256/$(digest_of m.hpp | cut -c1-2)/$(digest_of m.hpp)"
+# A line of a call that died before storing its manifest, and one that is
+# not a reverse index line at all; a manifest missing from one of its
+# inputs' reverse index; the manifest log's copy of the produced event lost.
+printf 'l%064d\nnot a line\n' 7 >>"M/$lib_reverse"
+rm "M/$hpp_reverse"
+mv "M/$manifest_log" manifest.log
+printf 'half a manifest' >"M/$manifest.tmp.4242.1"
+run "$FP" --store M fsck --json
+expect_rc 1 "fsck of damaged manifests and reverse indexes exits 1"
+expect_json_each "$T/out" <<EOF
+counts the manifests (the orphan too) :: d['manifests'] == 2
+counts the reverse indexes left (m.lib's, m.cpp's) :: d['reverse_indexes'] == 2
+a line naming a manifest not in the store is a leftover :: [p['kind'] for p in d['problems'] if p['file'] == '$lib_reverse' and p['line'] == 2] == ['leftover']
+a line that is not a reverse index line is damage :: [p['kind'] for p in d['problems'] if p['file'] == '$lib_reverse' and p['line'] == 3] == ['damage']
+the manifest missing from m.hpp's reverse index is one-sided :: any(p['kind'] == 'one-sided' and p['file'] == '$hpp_reverse' and '$mhex' in p['problem'] for p in d['problems'])
+the product event missing from the manifest's log is one-sided :: any(p['kind'] == 'one-sided' and '$manifest_log' in p['problem'] for p in d['problems'])
+the orphaned manifest is a leftover :: [p['kind'] for p in d['problems'] if p['file'] == '$orphan'] == ['leftover']
+the manifest write's temporary file is a leftover :: [p['kind'] for p in d['problems'] if p['file'].endswith('.tmp.4242.1')] == ['leftover']
+a manifest's own log is not misplaced :: not any('another artifact' in p['problem'] for p in d['problems'])
+six problems in all :: len(d['problems']) == 6
+EOF
+run "$FP" --store M fsck --repair --json
+expect_rc 0 "fsck --repair mends manifests and reverse indexes"
+expect_json "$T/out" "d['repaired'] == 6" "all six repaired"
+quarantined=$(checks_py json-get "$T/out" quarantine)
+expect_same_file "M/$lib_reverse" "M.healthy/$lib_reverse" "m.lib's reverse index is as it was"
+expect_file "M/$quarantined/$lib_reverse" "its damaged original is in the quarantine"
+expect_eq "$(cat "M/$hpp_reverse")" "c$mhex" "m.hpp's reverse index names the manifest again"
+expect_same_file "M/$manifest_log" manifest.log "the manifest's log has its copy back"
+expect_file "M/$quarantined/$orphan" "the orphaned manifest is in the quarantine"
+expect_no_file "M/$orphan" "and out of the store"
+expect_eq "$(grep -c "$(cut -c2- orphan.line | head -1)" "M/$cpp_reverse" || true)" 0 "its line left m.cpp's reverse index"
+run "$FP" --store M show --json m.hpp
+expect_json "$T/out" "[(e['target'], e['role']) for e in d['consumers']] == [('T', 'compile')]" "m.hpp is found as T's compile input again"
+run "$FP" --store M fsck --repair
+expect_rc 0 "a second fsck --repair of the manifests"
+expect_in out "no problems" "finds nothing left"
+
+# A manifest damaged since it was written: quarantined, never deleted; its
+# product keeps its events, and fsck says their inputs are lost.
+rm -rf M && cp -a M.healthy M && rm -f "M/$orphan"
+printf 'X' | dd of="M/$manifest" bs=1 seek=40 conv=notrunc 2>/dev/null
+cp "M/$manifest" damaged.manifest
+run "$FP" --store M fsck --json
+expect_rc 1 "fsck of a damaged manifest"
+expect_json "$T/out" "any(p['file'] == '$manifest' and p['kind'] == 'damage' and 'digest' in p['problem'] for p in d['problems'])" \
+  "names the manifest whose bytes no longer match its name"
+run "$FP" --store M fsck --repair --json
+quarantined=$(checks_py json-get "$T/out" quarantine)
+expect_same_file "M/$quarantined/$manifest" damaged.manifest "the damaged manifest is in the quarantine, byte for byte"
+run "$FP" --store M fsck
+expect_rc 1 "fsck after quarantining a manifest its product names"
+expect_in out "inputs of what was made from it are lost" "says what is lost"
+run "$FP" --store M show m.out
+expect_rc 0 "the product is still recorded"
 
 run "$FP" --store S fsck extra
 expect_rc 2 "fsck with an argument is a usage error"

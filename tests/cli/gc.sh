@@ -162,4 +162,54 @@ run "$FP" --store L builds --json
 expect_json "$T/out" "[b['build'] for b in d if b['project'] == 'tree'] == ['1-0badcafe', '2-0badcafe']" \
   "builds 1 and 2 stay; only build 3, recorded as of 1970, goes"
 
+# Input manifests: a dropped build's products go from their manifests'
+# logs too; a manifest left without users goes with its lines in its
+# inputs' reverse indexes; one still used (by another target of the same
+# build) stays. Build 1's app and tool read the same files: one manifest.
+printf 'shared lib\n' >m.lib
+for b in 1 2 3; do printf 'source %d\n' "$b" >"s$b.cpp"; printf 'app %d\n' "$b" >"mapp$b"; done
+printf 'tool\n' >mtool
+run "$FP" --store G record --project m --target app --build-id 1 --produced mapp1 --consumed m.lib --compiled s1.cpp
+run "$FP" --store G record --project m --target tool --build-id 1 --produced mtool --consumed m.lib --compiled s1.cpp
+run "$FP" --store G record --project m --target app --build-id 2 --produced mapp2 --consumed m.lib --compiled s2.cpp
+run "$FP" --store G record --project m --target app --build-id 3 --produced mapp3 --consumed m.lib --compiled s3.cpp
+expect_rc 0 "record four calls with three manifests"
+expect_eq "$(find G/manifests -type f | wc -l)" 3 "three manifests: build 1's shared by app and tool"
+reverse_of() { echo "G/inputs/sha256/$(digest_of "$1" | cut -c1-2)/$(digest_of "$1")"; }
+manifest_of() { # the manifest named by the produced event of $1
+  checks_py json-get <(sed -n 1p "G/objects/sha256/$(digest_of "$1" | cut -c1-2)/$(digest_of "$1").jsonl") inputs | cut -d: -f2
+}
+m1=$(manifest_of mtool)
+m2=$(manifest_of mapp2)
+m3=$(manifest_of mapp3)
+snapshot G >before
+run "$FP" --store G gc --dry-run --keep-builds 1 --json
+expect_rc 0 "gc --dry-run --keep-builds 1 of the manifests' store"
+expect_json_each "$T/out" <<'EOF'
+app's builds 1 and 2 would go :: d['targets_dropped'] == 2
+build 2's manifest would go (build 1's is the tool's too) :: d['manifests_removed'] == 1
+s2.cpp's reverse index would go :: d['reverse_indexes_removed'] == 1
+m.lib's would lose a line :: d['reverse_indexes_rewritten'] == 1
+EOF
+expect_unchanged G before "a dry run removes no manifest"
+run "$FP" --store G gc --keep-builds 1 --json
+expect_rc 0 "gc --keep-builds 1 of the manifests' store"
+expect_json "$T/out" "d['manifests_removed'] == 1 and d['reverse_indexes_removed'] == 1 and d['reverse_indexes_rewritten'] == 1 and d['errors'] == []" \
+  "one manifest removed, one reverse index removed, one rewritten"
+expect_no_file "G/manifests/sha256/${m2:0:2}/$m2" "build 2's manifest is gone"
+expect_no_file "G/objects/sha256/${m2:0:2}/$m2.jsonl" "and its log"
+expect_no_file "$(reverse_of s2.cpp)" "and s2.cpp's reverse index, which named only it"
+expect_eq "$(sort "$(reverse_of m.lib)" | tr '\n' ' ')" "$(printf 'l%s\nl%s\n' "$m1" "$m3" | sort | tr '\n' ' ')" \
+  "m.lib's reverse index names the two manifests left"
+expect_file "G/manifests/sha256/${m1:0:2}/$m1" "build 1's manifest stays: the tool still uses it"
+expect_file "G/manifests/sha256/${m3:0:2}/$m3" "build 3's manifest stays"
+run "$FP" --store G show --json s1.cpp
+expect_json "$T/out" "[(e['target'], e['build'], e['role']) for e in d['consumers']] == [('tool', '1', 'compile')]" \
+  "s1.cpp: the tool's compile edge stays, app build 1's went"
+run "$FP" --store G show --json m.lib
+expect_json "$T/out" "sorted((e['target'], e['build']) for e in d['consumers']) == [('app', '3'), ('tool', '1')]" \
+  "m.lib: consumed by app build 3 and the tool"
+run "$FP" --store G fsck
+expect_rc 0 "fsck after gc of manifests finds nothing wrong"
+
 finish

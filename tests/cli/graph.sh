@@ -197,6 +197,48 @@ summary faildot.html html faildot.json
 expect_json faildot.json "d['layout'] and any('this dot refuses' in n for n in d['notes'])" \
   "the page lays the graph out itself and says why"
 
+# ---- Files no fingerprinted build produced ----------------------------------
+# A compile's sources and system headers, a toolchain's runtime: in the
+# input manifests, hidden from every format unless --all, and counted.
+mkdir -p sys
+printf '#include <stdio.h>\n' >sys/stdio.h
+printf 'crt\n' >sys/crt1.o
+printf 'int main() {}\n' >main.c
+run "$FP" --store H record --build-dir "$T" --project core --target lib --build-id 1 --produced lib.so
+run "$FP" --store H record --build-dir "$T" --project apps --target app --build-id 1 --produced app --consumed lib.so \
+  sys/crt1.o --compiled main.c sys/stdio.h
+expect_rc 0 "record app from lib.so, a source, a system header and a runtime object"
+run "$FP" --store H graph
+expect_eq "$OUT" "core -> apps  (lib.so)
+3 toolchain/system files hidden (no fingerprinted build produced them; --all shows them)" \
+  "graph (text): the edge, and how many files it left out"
+run "$FP" --store H graph --all
+expect_eq "$OUT" "(no producer) -> apps  (crt1.o, main.c, stdio.h)
+core -> apps  (lib.so)" "graph --all (text): them too, from one node"
+run "$FP" --store H graph --format json
+expect_json "$T/out" "d['hidden_files'] == 3 and d['nodes'] == ['apps', 'core']" "graph --format json: hidden_files"
+run "$FP" --store H graph --format json --all --artifacts
+expect_json "$T/out" "d['hidden_files'] == 0 and d['nodes'] == ['(no producer)', 'apps/app', 'core/lib']" \
+  "graph --all --artifacts: the node of unproduced files among the targets"
+run "$FP" --store H graph --format svg
+summary "$T/out" svg hidden-svg.json
+expect_json hidden-svg.json "sorted(d['nodes']) == ['apps', 'core']" "graph --format svg: the two projects only"
+expect_in out "3 toolchain/system files hidden" "and dot's SVG says how many it left out"
+run "$FP" --store H graph --format html --output hidden.html
+summary hidden.html html hidden.json
+expect_json_each hidden.json <<EOF
+html: the artifact table counts what it hides :: any(n.startswith('3 toolchain/system files hidden') for n in d['notes'])
+html: only the produced artifacts :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'lib.so']
+html: still no URL :: d['network'] == []
+EOF
+run "$FP" --store H graph --format html --all --output hidden-all.html
+summary hidden-all.html html hidden-all.json
+expect_json_each hidden-all.json <<EOF
+html --all: every artifact :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'crt1.o', 'lib.so', 'main.c', 'stdio.h']
+html --all: with each consumer row's role :: sorted(r['text'].split()[5] for r in d['rows'] if r['table'] == 'consumers') == ['compile', 'compile', 'link', 'link']
+html --all: nothing hidden :: not any('hidden' in n for n in d['notes'])
+EOF
+
 # ---- The page in Chromium ------------------------------------------------
 # --dump-dom prints the DOM once the page has loaded, its scripts run; the
 # page marks <body data-ready> when its script is done and copies any

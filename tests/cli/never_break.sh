@@ -109,6 +109,89 @@ expect_eq "$(grep -c "$targets targets of build $build were not fingerprinted" "
   "its first hook says how many targets of the last build were not recorded, once"
 expect_eq "$(grep -c ': not fingerprinted' "$T/out" || true)" 1 "and it warns once for its own build"
 
+# A format-1 store, as the runner before input manifests (commit 7a58005)
+# wrote it: consumed events in the inputs' logs, no manifests/ nor inputs/.
+# It reads as it is, with nothing converted and nothing changed by reading;
+# its first write raises its format file to 2 in place (its creation time
+# kept), and old and new edges answer side by side. A runner of format 1
+# then refuses the store ("store format 2 is newer than this fingerprint
+# supports (1..1)") rather than misreading it.
+F=$T/format1
+lib_hex=3042df804ec919387b6c33f7111f6dd50b9d9c14fb8b513828077c6ef72ffeae
+app_hex=4be899fcc231fd127a47cb11e09cd477866200e166056a147882be4aa4fda744
+mkdir -p "$F/objects/sha256/30" "$F/objects/sha256/4b" "$F/builds/app" "$F/builds/lib" old
+printf 'lib a\n' >old/liba.a
+printf 'app v1\n' >old/app
+cat >"$F/fingerprint-store.json" <<'FORMAT'
+{
+  "format": 1,
+  "created": "2026-12-01T15:15:26.898Z",
+  "layout": "objects/<algorithm>/<2 hex>/<hex>.jsonl; builds/<project>/<build id>.jsonl"
+}
+FORMAT
+lib_produced='{"v":1,"event":"produced","digest":"sha256:3042df804ec919387b6c33f7111f6dd50b9d9c14fb8b513828077c6ef72ffeae","size":6,"path":"/tmp/fp-format1/liba.a","project":"lib","version":"","target":"a","build":"1","build_dir":"/tmp/fp-format1","host":"vm","time":"2026-12-01T15:15:26.898Z"}'
+app_consumed='{"v":1,"event":"consumed","digest":"sha256:3042df804ec919387b6c33f7111f6dd50b9d9c14fb8b513828077c6ef72ffeae","size":6,"path":"/tmp/fp-format1/liba.a","project":"app","version":"","target":"app","build":"1","build_dir":"/tmp/fp-format1","host":"vm","time":"2026-12-01T15:15:26.913Z","product":"sha256:4be899fcc231fd127a47cb11e09cd477866200e166056a147882be4aa4fda744"}'
+app_produced='{"v":1,"event":"produced","digest":"sha256:4be899fcc231fd127a47cb11e09cd477866200e166056a147882be4aa4fda744","size":7,"path":"/tmp/fp-format1/app","project":"app","version":"","target":"app","build":"1","build_dir":"/tmp/fp-format1","host":"vm","time":"2026-12-01T15:15:26.913Z"}'
+printf '%s\n' "$lib_produced" "$app_consumed" >"$F/objects/sha256/30/$lib_hex.jsonl"
+printf '%s\n' "$app_produced" >"$F/objects/sha256/4b/$app_hex.jsonl"
+printf '%s\n' "$app_produced" "$app_consumed" >"$F/builds/app/1.jsonl"
+printf '%s\n' "$lib_produced" >"$F/builds/lib/1.jsonl"
+cp -a "$F" format1.orig
+
+snapshot "$F" >format1.before
+run "$FP" --store "$F" show --json old/liba.a
+expect_rc 0 "format 1: show of the library"
+expect_json_each "$T/out" <<'CHECKS'
+format 1: its producer :: [e['project'] for e in d['producers']] == ['lib']
+format 1: its consumed event reads as a link edge of app :: [(e['project'], e['build'], e.get('role', 'link')) for e in d['consumers']] == [('app', '1', 'link')]
+CHECKS
+run "$FP" --store "$F" fsck --json
+expect_rc 0 "format 1: fsck"
+expect_json "$T/out" "d['problems'] == [] and d['logs'] == 2 and d['manifests'] == 0 and d['events'] == 6" \
+  "format 1: no problems, 2 logs, no manifests, 6 events"
+run "$FP" --store "$F" gc --dry-run --keep-builds 1
+expect_rc 0 "format 1: gc --dry-run"
+expect_unchanged "$F" format1.before "format 1: reading it (show, fsck, gc --dry-run) changes nothing"
+
+printf 'b source\n' >old/b.cpp
+printf 'app v2\n' >old/app
+run "$FP" --store "$F" record --project app --target app --build-id 2 --build-dir "$T/old" \
+  --produced old/app --consumed old/liba.a --compiled old/b.cpp
+expect_rc 0 "format 1: the first write to it"
+expect_json_each "$F/fingerprint-store.json" <<'CHECKS'
+format 1 -> 2: its format file says format 2 :: d['format'] == 2
+format 1 -> 2: it keeps its creation time :: d['created'] == '2026-12-01T15:15:26.898Z'
+format 1 -> 2: it says when it was upgraded :: 'upgraded' in d
+format 1 -> 2: its layout names the new trees :: 'manifests/' in d['layout'] and 'inputs/' in d['layout']
+CHECKS
+expect_eq "$(find "$F" -maxdepth 1 -name 'fingerprint-store.json.*' | wc -l)" 0 "format 1 -> 2: no temporary file is left"
+kept=1
+for file in "objects/sha256/30/$lib_hex.jsonl" "objects/sha256/4b/$app_hex.jsonl" builds/app/1.jsonl builds/lib/1.jsonl; do
+  size=$(stat -c %s "format1.orig/$file")
+  if ! cmp -s <(head -c "$size" "$F/$file") "format1.orig/$file"; then
+    kept=0
+  fi
+done
+expect_eq "$kept" 1 "format 1 -> 2: every old log keeps its lines byte for byte (nothing converted)"
+run "$FP" --store "$F" show --json old/liba.a
+expect_json "$T/out" "sorted((e['build'], e.get('role', 'link')) for e in d['consumers']) == [('1', 'link'), ('2', 'link')]" \
+  "format 1 -> 2: the library's old consumed edge and its new manifest edge answer together"
+run "$FP" --store "$F" show --json old/b.cpp
+expect_json "$T/out" "[(e['build'], e['role']) for e in d['consumers']] == [('2', 'compile')]" \
+  "format 1 -> 2: the new compile edge answers"
+run "$FP" --store "$F" fsck --json
+expect_rc 0 "format 1 -> 2: fsck of the mixed store"
+expect_json "$T/out" "d['problems'] == [] and d['manifests'] == 1 and d['reverse_indexes'] == 2" \
+  "format 1 -> 2: no problems, one manifest, two reverse indexes"
+run "$FP" --store "$F" gc --keep-builds 1 --json
+expect_rc 0 "format 1 -> 2: gc of the old build"
+expect_json "$T/out" "d['builds_dropped'] == 1 and d['manifests_removed'] == 0" \
+  "format 1 -> 2: app build 1 goes, build 2's manifest stays"
+run "$FP" --store "$F" fsck
+expect_rc 0 "format 1 -> 2: fsck after gc"
+run "$FP" --store "$F" show --json old/liba.a
+expect_json "$T/out" "[e['build'] for e in d['consumers']] == ['2']" "format 1 -> 2: only the new edge is left"
+
 # installed: an unwritable store, or files that are not regular, warn only.
 mkdir -p good
 run "$FP" --store "$S" record --project p --target t --build-id 1 --build-dir "$T" --produced liba.a

@@ -11,7 +11,8 @@
 #   b. recording straight into a database ($FINGERPRINT_DIR, --store,
 #      postgres://) answers like the same records in a directory; a record
 #      that fails adds nothing; a password in the URL shows nowhere;
-#   c. 16 writer processes at once on a fresh database: every event once;
+#   c. 16 writer processes at once on a fresh database: every event and
+#      input manifest once;
 #   d. a server that is down or never answers: a quick error naming the URL
 #      (never its password) or the timeout; launch --required fails the step,
 #      without it the step goes on;
@@ -134,25 +135,36 @@ expect_in out "1 installed file" "installed records one file"
 rec --build-dir "$T/b4" --project plugins --target plugin --build-id 1 --produced plugin.so --consumed prefix/lib/lib.so
 run "$FP" --store "$DIR" fsck
 expect_rc 0 "the directory store is healthy"
-events_in_dir=$(cat "$DIR"/objects/*/*/*.jsonl | wc -l)
+lines_in_dir=$(cat "$DIR"/objects/*/*/*.jsonl | wc -l)
 logs_in_dir=$(find "$DIR/objects" -name '*.jsonl' | wc -l)
-# 7 produced, 8 consumed, and the install's event, which is in two logs: its
-# own and lib.so's.
-expect_eq "$events_in_dir" 17 "17 event lines in the directory's logs"
+manifests_in_dir=$(find "$DIR/manifests" -type f | wc -l)
+# The copies of produced events in their input manifests' logs (a database
+# finds those by their `inputs` column: no rows of their own).
+copies_in_dir=$(for m in "$DIR"/manifests/sha256/*/*; do cat "$DIR/objects/sha256/$(basename "$(dirname "$m")")/$(basename "$m").jsonl"; done | wc -l)
+events_in_dir=$((lines_in_dir - copies_in_dir))
+# 7 produced (6 of them from inputs: each also in its manifest's log), and
+# the install's event, which is in two logs: its own and lib.so's. No
+# consumed events: the inputs are in 4 manifests (lib's libc, the apps'
+# lib.so and libc, the bundle's app, the plugin's installed lib.so).
+expect_eq "$lines_in_dir" 15 "15 event lines in the directory's logs"
+expect_eq "$events_in_dir" 9 "9 of them events of their own"
+expect_eq "$manifests_in_dir" 4 "4 input manifests in the directory"
 
 snapshot "$DIR" >dir-before
 run "$FP" migrate --from "$DIR" --to "$A" --json
 expect_rc 0 "migrate --from DIR --to URL"
 cp "$T/out" migrate1.json
 expect_json_each migrate1.json <<EOF
-migrate --json has from, to, logs, events_read, events_copied, events_present :: sorted(d) == sorted(['from', 'to', 'logs', 'events_read', 'events_copied', 'events_present'])
+migrate --json has from, to, logs, events_read, events_copied, events_present, manifests_copied, manifests_present :: sorted(d) == sorted(['from', 'to', 'logs', 'events_read', 'events_copied', 'events_present', 'manifests_copied', 'manifests_present'])
+it copied every input manifest :: d['manifests_copied'] == $manifests_in_dir and d['manifests_present'] == 0
 it read every log :: d['logs'] == $logs_in_dir
 it read every event :: d['events_read'] == $events_in_dir
 it copied every event :: d['events_copied'] == $events_in_dir and d['events_present'] == 0
 it names the directory :: d['from'] == '$DIR'
 it names the database :: d['to'] == '$A'
 EOF
-expect_eq "$(rows "$A")" "$events_in_dir" "the database holds one row per event line"
+expect_eq "$(rows "$A")" "$events_in_dir" "the database holds one row per event"
+expect_eq "$(sql "$A" "SELECT count(*) FROM fingerprint_manifests")" "$manifests_in_dir" "and one per input manifest"
 
 # same RC WHAT ARGS...: the command gives the same exit code (RC), standard
 # output and error on the directory $CMP_DIR and the database $CMP_DB, once
@@ -296,7 +308,8 @@ expect_rc 2 "migrate to a directory is a usage error"
 
 # gc for real, on both: the same events go, and both still answer alike.
 same 0 "gc --keep-builds 1 --json" gc --keep-builds 1 --json
-expect_eq "$(logged_rows "$A")" "$(cat "$DIR"/objects/*/*/*.jsonl | wc -l)" "after gc: as many logged rows as event lines in the directory's logs"
+expect_eq "$(sql "$A" "SELECT count(*) FILTER (WHERE logged) + count(*) FILTER (WHERE listed) FROM fingerprint_events")" \
+  "$(cat "$DIR"/objects/*/*/*.jsonl | wc -l)" "after gc: as many rows in logs (their own, their manifests') as event lines in the directory's logs"
 for x in lib.so app app2 sys/libc.so.6 prefix/lib/lib.so; do
   same 0 "after gc: show --json $x" show --json "$x"
   same 0 "after gc: consumers --transitive --json $x" consumers --transitive --json "$x"
@@ -348,8 +361,10 @@ rec_both store "installed into the database" installed --project direct --build-
 rec_both env "the same record again" record --build-dir "$T/db1" --project direct --version 2.1 --target lib --build-id 1 --produced direct-lib.so
 expect_no_file "postgresql:" "the URL is not taken for a relative directory"
 expect_no_file "postgres:" "nor the short one"
-# 1 + 1 + 2 (app) + 2 + 4 (tool) + 1 + 1 (odd) + 2 (installed, in two logs) + 1
-expect_eq "$(rows "$B")" 15 "15 rows"
+# 1 + 1 (app) + 2 (tool) + 1 (odd) + 2 (installed, in two logs) + 1; the
+# inputs of app, tool and odd are in 3 manifests.
+expect_eq "$(rows "$B")" 8 "8 rows"
+expect_eq "$(sql "$B" "SELECT count(*) FROM fingerprint_manifests")" 3 "3 input manifests"
 run "$FP" --store "$B" show --json direct-lib.so
 expect_rc 0 "show --json finds what was recorded"
 expect_json_each "$T/out" <<EOF
@@ -361,9 +376,10 @@ expect_rc 0 "FINGERPRINT_DIR=URL consumers --json"
 expect_json "$T/out" "sorted(e['target'] for e in d) == ['app', 'tool', 'tool']" "consumers finds the app and the tool"
 run "$FP" --store "$B" fsck --json
 # fsck counts each event in its log and in its build's index (an installed
-# copy's link only in the log it links).
-expect_json "$T/out" "d['problems'] == [] and d['events'] == 29 and d['build_indexes'] == 3" \
-  "fsck: 15 rows, 14 of them in the 3 build indexes (the install goes to direct 1); nothing wrong"
+# copy's link only in the log it links), and a product made from inputs in
+# its manifest's log too, as a directory store does.
+expect_json "$T/out" "d['problems'] == [] and d['events'] == 19 and d['build_indexes'] == 3 and d['manifests'] == 3" \
+  "fsck: 8 rows, 7 of them in the 3 build indexes (the install goes to direct 1), 4 in manifests' logs; nothing wrong"
 
 # A record that cannot digest every file records nothing.
 before=$(rows "$B")
@@ -457,10 +473,16 @@ for w in $(seq 1 $WRITERS); do
 done
 expect_eq "$failed" 0 "no writer failed"
 expect_eq "$(cat conc/err-log-* | wc -c)" 0 "no writer printed an error or warning"
-# Each record: 1 produced, 1 consumed (shared.so), 1 more from the second on.
+# Each record: 1 produced, 1 input (shared.so), 1 more from the second on:
+# one manifest of shared.so alone (every writer's first record shares it)
+# and one per later record.
 produced=$((WRITERS * PER_WRITER))
 consumed=$((WRITERS * PER_WRITER + WRITERS * (PER_WRITER - 1)))
-expect_eq "$(rows "$C")" $((produced + consumed)) "every event is there once: $produced produced + $consumed consumed rows"
+expect_eq "$(rows "$C")" $produced "every event is there once: $produced produced rows"
+expect_eq "$(sql "$C" "SELECT count(*) FROM fingerprint_manifests")" $((1 + WRITERS * (PER_WRITER - 1))) \
+  "every input manifest is there once, the shared one too"
+expect_eq "$(sql "$C" "SELECT count(*) FROM fingerprint_manifest_entries")" $((1 + 2 * WRITERS * (PER_WRITER - 1))) \
+  "with its entries"
 run "$FP" --store "$C" show --json conc/shared.so
 expect_rc 0 "show --json shared.so"
 expect_json_each "$T/out" <<EOF
@@ -478,8 +500,8 @@ run "$FP" --store "$C" consumers --transitive --json conc/shared.so
 expect_json "$T/out" "len(d) == $consumed and sorted({e['depth'] for e in d}) == [1, 2]" \
   "consumers --transitive: every consumer event once, at depth 1 or 2"
 run "$FP" --store "$C" fsck --json
-expect_json "$T/out" "d['problems'] == [] and d['events'] == 2 * $((produced + consumed)) and d['build_indexes'] == $WRITERS" \
-  "fsck after the writers: every event (in its log and its index), nothing wrong"
+expect_json "$T/out" "d['problems'] == [] and d['events'] == 3 * $produced and d['build_indexes'] == $WRITERS" \
+  "fsck after the writers: every event (in its log, its index and its manifest's log), nothing wrong"
 run "$FP" --store "$C" why --json "conc/out-7-$PER_WRITER" conc/shared.so
 expect_json "$T/out" "len(d['chain']) == 1" "why: the last product of a writer consumed shared.so directly"
 
@@ -655,7 +677,7 @@ expect_eq "$(sql "$F" "SELECT version FROM fingerprint_schema")" 999 "schema 999
 H=$(new_db calls)
 run "$FP" --store "$H" record --project p --target t --build-id 1 --produced bad1
 expect_rc 0 "calls: a first record"
-expect_eq "$(sql "$H" "SELECT max(version) FROM fingerprint_schema")" 1 "calls: the schema stays at version 1"
+expect_eq "$(sql "$H" "SELECT max(version) FROM fingerprint_schema")" 2 "calls: the schema stays at version 2 (manifests)"
 expect_eq "$(sql "$H" "SELECT count(*) FROM fingerprint_calls")" 1 "calls: the call's id is stored"
 sql "$H" "DROP TABLE fingerprint_calls"
 run "$FP" --store "$H" record --project p --target t --build-id 2 --produced bad1

@@ -43,9 +43,11 @@ expect_json_each "$T/out" <<EOF
 what it produced :: [e['path'] for e in d['produced_events']] == ['$T/app']
 what it consumed :: [e['path'] for e in d['consumed_events']] == ['$T/lib.so']
 the consumed event names its product :: d['consumed_events'][0]['product'] == 'sha256:$(digest_of app)'
+with its role, from app's input manifest :: [e['role'] for e in d['consumed_events']] == ['link']
 EOF
 run "$FP" --store S build show apps 7
 expect_in out "lib.so" "build show (table) lists the consumed file"
+expect_in out "link  sha256:$(digest_of lib.so | cut -c1-12)" "build show (table) gives its role"
 run "$FP" --store S build show apps 8
 expect_rc 1 "build show of an unknown build is a negative answer"
 expect_in err "builds --project apps" "and says how to list the builds"
@@ -59,9 +61,14 @@ it depends :: d['depends'] is True
 two steps: app consumed lib, bundle consumed app :: [(e['project'], e['digest'][7:]) for e in d['chain']] == [('apps', '$(digest_of lib.so)'), ('dist', '$(digest_of app)')]
 each step's product is the next step's artifact :: d['chain'][0]['product'] == d['chain'][1]['digest']
 the last product is the consumer :: d['chain'][-1]['product'] == 'sha256:$(digest_of bundle.tar)'
+each step's role :: [e['role'] for e in d['chain']] == ['link', 'link']
+each artifact of the chain, with the build that produced it :: [(a['digest'][7:], a['producer']['project'], a['producer']['target'], a['producer']['build']) for a in d['artifacts']] == [('$(digest_of lib.so)', 'core', 'lib', '1'), ('$(digest_of app)', 'apps', 'app', '7'), ('$(digest_of bundle.tar)', 'dist', 'bundle', '3')]
 EOF
 run "$FP" --store S why bundle.tar lib.so
 expect_in out "consumed by apps app, build 7" "the human chain names each build"
+expect_in out "lib.so (sha256:$(digest_of lib.so | cut -c1-12)...), produced by core lib, build 1" "the human chain names the build that produced lib.so"
+expect_in out "app (sha256:$(digest_of app | cut -c1-12)...), produced by apps app, build 7" "and app's"
+expect_in out "in $T/b2 as a link input, to make:" "and each edge's role"
 run "$FP" --store S why lib.so bundle.tar
 expect_rc 1 "the reverse does not depend"
 expect_in out "does not depend" "and says so"
@@ -80,7 +87,7 @@ expect_json_each "$T/out" <<EOF
 an in-toto Statement v1 :: d['_type'] == 'https://in-toto.io/Statement/v1'
 with SLSA Provenance v1 :: d['predicateType'] == 'https://slsa.dev/provenance/v1'
 the subject is what build 7 produced, by sha256 :: d['subject'] == [{'name': '$T/app', 'digest': {'sha256': '$(digest_of app)'}}]
-the consumed library, by digest :: d['predicate']['buildDefinition']['resolvedDependencies'] == [{'name': '$T/lib.so', 'digest': {'sha256': '$(digest_of lib.so)'}}]
+the consumed library, by digest, its role annotated :: d['predicate']['buildDefinition']['resolvedDependencies'] == [{'name': '$T/lib.so', 'digest': {'sha256': '$(digest_of lib.so)'}, 'annotations': {'roles': ['link']}}]
 the invocation is the build :: d['predicate']['runDetails']['metadata']['invocationId'] == 'apps/7'
 a builder id :: d['predicate']['runDetails']['builder']['id'].startswith('urn:fingerprint:builder:')
 the project is a parameter :: d['predicate']['buildDefinition']['externalParameters']['project'] == 'apps'
@@ -103,11 +110,18 @@ run "$FP" --store S2 record --build-dir "$T/b1" --project core --target lib --bu
 cp lib.so b1/lib.so
 run "$FP" --store S2 record --build-dir "$T/b4" --project plugins --target plugin --build-id 1 --produced plugin.so --consumed installed-lib.so
 event_line=$(printf '{"v":1,"event":"installed","digest":"sha256:%s","size":33,"path":"%s","project":"core","version":"","target":"lib","build":"1","build_dir":"%s","host":"h","time":"2026-11-30T00:00:00.000Z","from":"sha256:%s"}' "$inst" "$T/installed-lib.so" "$T/b1" "$lib")
+# (plugin.so's input manifest lists the installed copy: it has no log yet.)
+mkdir -p "S2/objects/sha256/${inst:0:2}"
 echo "$event_line" >>"S2/objects/sha256/${inst:0:2}/$inst.jsonl"
 echo "$event_line" >>"S2/objects/sha256/${lib:0:2}/$lib.jsonl"
 run "$FP" --store S2 why --json plugin.so lib.so
 expect_rc 0 "why follows an installed copy"
-expect_json "$T/out" "[e['event'] for e in d['chain']] == ['installed', 'consumed']" "the chain goes through the install"
+expect_json_each "$T/out" <<EOF
+the chain goes through the install :: [e['event'] for e in d['chain']] == ['installed', 'consumed']
+the installed copy's maker is the install :: [(a['producer']['event'], a['producer']['project']) for a in d['artifacts']] == [('produced', 'core'), ('installed', 'core'), ('produced', 'plugins')]
+EOF
+run "$FP" --store S2 why plugin.so lib.so
+expect_in out "installed-lib.so (sha256:$(digest_of installed-lib.so | cut -c1-12)...), installed by core lib, build 1" "why (text) names the install as the copy's maker"
 
 # Human output: relative times; colour on a terminal only, never with NO_COLOR.
 run "$FP" --store S builds

@@ -38,6 +38,7 @@ the producer's time is RFC 3339 UTC :: re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:
 the consumer is project app, target app, build 7 :: [d["consumers"][0][k] for k in ("project", "target", "build")] == ["app", "app", "7"]
 the consumer has build_dir, host, time, path :: all(k in d["consumers"][0] for k in ["build_dir", "host", "time", "path"])
 the consumer's product is the digest of app :: d["consumers"][0]["product"] == "sha256:$app"
+the consumer's role is link (it was --consumed) :: d["consumers"][0]["role"] == "link"
 EOF
 
 # The human form names the same builds.
@@ -45,6 +46,8 @@ run "$FP" --store "$S" show lib.a
 expect_rc 0 "show lib.a"
 expect_in out "sha256:$lib" "show lib.a prints the digest"
 expect_in out "up" "show lib.a prints the producer"
+expect_eq "$(grep -A2 '^consumed by:' "$T/out" | tail -2 | awk '{print $3}' | paste -sd' ')" "ROLE link" \
+  "show lib.a: the consumers' table has a ROLE column, link for app"
 
 # consumers, direct and transitive.
 run "$FP" --store "$S" consumers --json lib.a
@@ -54,7 +57,10 @@ expect_json_each consumers.json <<EOF
 consumers --json lib.a is an array of 1 :: isinstance(d, list) and len(d) == 1
 the consumer of lib.a is app, producing app :: d[0]["project"] == "app" and d[0]["product"] == "sha256:$app"
 no depth without --transitive :: "depth" not in d[0]
+with its role :: d[0]["role"] == "link"
 EOF
+run "$FP" --store "$S" consumers lib.a
+expect_eq "$(awk '{print $3}' "$T/out" | paste -sd' ')" "ROLE link" "consumers lib.a (table) has a ROLE column"
 run "$FP" --store "$S" consumers --json --transitive lib.a
 expect_rc 0 "consumers --json --transitive lib.a"
 cp "$T/out" transitive.json
@@ -86,26 +92,33 @@ expect_rc 1 "consumers of an unrecorded file"
 
 # Store layout (README, "The store").
 expect_file "$S/fingerprint-store.json" "the store has a format file"
-expect_json "$S/fingerprint-store.json" 'd["format"] == 1' 'fingerprint-store.json says "format": 1'
-for pair in "$lib:2" "$app:2" "$tool:1"; do
+expect_json "$S/fingerprint-store.json" 'd["format"] == 2' 'fingerprint-store.json says "format": 2 (input manifests)'
+# Each artifact's log holds its produced event; what app and tool consumed
+# is in their input manifests, whose own logs hold the produced events that
+# name them.
+for pair in "$lib:1" "$app:1" "$tool:1"; do
   hex=${pair%:*} want=${pair#*:}
   log="$S/objects/sha256/${hex:0:2}/$hex.jsonl"
   expect_file "$log" "the object log objects/sha256/${hex:0:2}/$hex.jsonl"
   if [[ -f $log ]]; then expect_eq "$(wc -l <"$log")" "$want" "objects/.../$hex.jsonl holds $want lines"; fi
 done
-for pair in up/1:1 app/7:2 tool/3:2; do
+for pair in up/1:1 app/7:1 tool/3:1; do
   index="$S/builds/${pair%:*}.jsonl" want=${pair#*:}
   expect_file "$index" "the build index builds/${pair%:*}.jsonl"
   if [[ -f $index ]]; then expect_eq "$(wc -l <"$index")" "$want" "builds/${pair%:*}.jsonl holds $want lines"; fi
 done
 unexpected=$(cd "$S" 2>&1 && find . -regextype posix-extended -type f ! -name fingerprint-store.json ! -path ./change.lock \
-  ! -regex '\./objects/sha256/([0-9a-f]{2})/\1[0-9a-f]{62}\.jsonl' ! -regex '\./builds/[^/]+/[^/]+\.jsonl') || true
+  ! -regex '\./objects/sha256/([0-9a-f]{2})/\1[0-9a-f]{62}\.jsonl' ! -regex '\./builds/[^/]+/[^/]+\.jsonl' \
+  ! -regex '\./(manifests|inputs)/sha256/([0-9a-f]{2})/\2[0-9a-f]{62}') || true
 expect_eq "$unexpected" "" "the store holds no files outside the documented layout"
-expect_eq "$(find "$S" -name '*.jsonl' | wc -l)" 6 "the store holds 3 object logs and 3 build indexes"
+expect_eq "$(find "$S/manifests" -type f | wc -l)" 2 "two input manifests: app's and tool's"
+expect_eq "$(find "$S/inputs" -type f | sort | xargs -r cat | cut -c1 | paste -sd' ')" "l l" \
+  "the reverse index of lib.a and of app: one link line each"
+expect_eq "$(find "$S" -name '*.jsonl' | wc -l)" 8 "the store holds 3 object logs, 2 manifest logs and 3 build indexes"
 # Every line of every log is one newline-terminated JSON object.
 find "$S" -name '*.jsonl' -print0 | xargs -0 python3 "$CHECKS" jsonl-lines >bad-lines 2>&1 \
   || echo "python3 failed" >>bad-lines
-expect_eq "$(cat bad-lines)" "" "every line of the 6 logs is one JSON object"
+expect_eq "$(cat bad-lines)" "" "every line of the 8 logs is one JSON object"
 
 # Store selection: --store > $FINGERPRINT_DIR > ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.
 mkdir home xdg

@@ -59,13 +59,14 @@ umask 002
 # 1. A produces lib.a: A makes the format file, the log, the build index.
 run "${AS_A[@]}" "$FP" --store "$S" record --project lib --target lib --build-id a1 --produced lib.a
 expect_rc 0 "umask 002: A records lib.a into the new store"
-# 2. B consumes lib.a (appends to A's log) and produces app.
+# 2. B consumes lib.a (B makes lib.a's reverse index entry) and produces app.
 run "${AS_B[@]}" "$FP" --store "$S" record --project app --target app --build-id b1 --produced app --consumed ../work-A/lib.a
-expect_rc 0 "umask 002: B records app consuming A's lib.a (appends to A's log)"
-# 3. A, in the same build as B, consumes app: appends to B's artifact log
-#    and to B's build index.
-run "${AS_A[@]}" "$FP" --store "$S" record --project app --target plugin --build-id b1 --produced plugin --consumed ../work-B/app
-expect_rc 0 "umask 002: A records plugin consuming B's app (appends to B's log and build index)"
+expect_rc 0 "umask 002: B records app consuming A's lib.a"
+# 3. A, in the same build as B, consumes app and lib.a: appends to B's
+#    build index and to lib.a's reverse index entry B made.
+run "${AS_A[@]}" "$FP" --store "$S" record --project app --target plugin --build-id b1 --produced plugin \
+  --consumed ../work-B/app ../work-A/lib.a
+expect_rc 0 "umask 002: A records plugin consuming B's app (appends to B's build index and reverse index)"
 
 # Fails when an append went missing (B could not write A's log, or the
 # other way round, and the runner did not say so).
@@ -81,13 +82,13 @@ cp "$T/out" plugin.json
 combine lib=lib.json app=app.json plugin=plugin.json >shown.json
 expect_json_each shown.json <<EOF
 lib.a: one producer, A's build a1 :: [(e["project"], e["build"]) for e in d["lib"]["producers"]] == [("lib", "a1")]
-lib.a: one consumer, B's app :: [(e["target"], e["product"]) for e in d["lib"]["consumers"]] == [("app", "sha256:$app")]
+lib.a: two consumers, B's app and A's plugin :: sorted((e["target"], e["product"]) for e in d["lib"]["consumers"]) == [("app", "sha256:$app"), ("plugin", "sha256:$plugin")]
 app: one producer, B's build b1 :: [(e["target"], e["build"]) for e in d["app"]["producers"]] == [("app", "b1")]
 app: one consumer, A's plugin :: [(e["target"], e["product"]) for e in d["app"]["consumers"]] == [("plugin", "sha256:$plugin")]
 plugin: one producer, A's :: [e["target"] for e in d["plugin"]["producers"]] == ["plugin"]
 EOF
 index=$S/builds/app/b1.jsonl
-expect_eq "$(grep -c . "$index" || true)" 4 "build app/b1's index holds B's 2 events and A's 2"
+expect_eq "$(grep -c . "$index" || true)" 2 "build app/b1's index holds B's event and A's"
 
 # The users really are A and B, writing each other's files (else the mode
 # checks below would prove nothing): fails when `as` ran things as root.
@@ -98,8 +99,9 @@ owner_has() { # FILE UID TEXT WHAT
     _result 0 "$4: $1 is owned by $(stat -c %u "$1"), expected $2, or lacks '$3'"
   fi
 }
-owner_has "$(log_of "$lib")" "$UA" '"target":"app"' "lib.a's log is A's and holds B's event"
-owner_has "$(log_of "$app")" "$UB" '"target":"plugin"' "app's log is B's and holds A's event"
+plugin_inputs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["producers"][0]["inputs"][7:])' plugin.json)
+owner_has "$S/inputs/sha256/${lib:0:2}/$lib" "$UB" "$plugin_inputs" "lib.a's reverse index entry is B's and holds A's line"
+owner_has "$(log_of "$plugin_inputs")" "$UA" '"target":"plugin"' "plugin's manifest log is A's and lists plugin"
 owner_has "$index" "$UB" '"target":"plugin"' "build app/b1's index is B's and holds A's events"
 
 # expect_modes WHAT MIN FIND-ARGS...: at least MIN entries under the store
@@ -157,8 +159,8 @@ sweep_umask_002 "after B's repair and A's append"
 # Fails when a rebuilt log drops the events that were there.
 run "$FP" --store "$S" show --json work-A/lib.a
 cp "$T/out" lib2.json
-expect_json lib2.json '[e["build"] for e in d["producers"]] == ["a1", "a1b"] and len(d["consumers"]) == 1' \
-  "lib.a after the repair: producers a1 and a1b, B's consumer"
+expect_json lib2.json '[e["build"] for e in d["producers"]] == ["a1", "a1b"] and len(d["consumers"]) == 2' \
+  "lib.a after the repair: producers a1 and a1b, its two consumers"
 
 # 5. umask 022: what a user's umask withholds, the store does not add back.
 # A new log and a new directory are not group-writable; B then cannot
@@ -177,26 +179,26 @@ gen_log=$(log_of "$gen")
 expect_eq "$(stat -c '%a %g' "$gen_log")" "644 $G" "umask 022: gen's new log is 644 and (setgid) group G"
 expect_eq "$(stat -c '%a %g' "$S/builds/tools")" "2755 $G" \
   "umask 022: the new builds/tools is 2755, group G (setgid inherited, group write not)"
-# Fails when an append changes an existing log's mode.
-expect_eq "$(stat -c '%a' "$(log_of "$app")")" 664 "umask 022: B's app log A appended to is still 664"
+# Fails when an append changes an existing file's mode.
+expect_eq "$(stat -c '%a' "$S/builds/app/b1.jsonl")" 664 "umask 022: B's build index A appended to is still 664"
 
 # 6. A repair by a user whose umask is 022 keeps a shared log shared: the
 # rebuilt log gets the mode the old one had. Fails when the temporary file's
 # mode comes from the repairing user's umask (A, who appended to B's log
 # before, could no longer).
-printf '{"v":1,"event":"consumed","dig' >>"$(log_of "$app")"
+printf '{"v":1,"event":"produced","dig' >>"$(log_of "$app")"
 umask 022
 run "${AS_B[@]}" "$FP" --store "$S" fsck --repair
 umask 002
 expect_rc 0 "umask 022: B runs fsck --repair on its own app log (torn)"
 expect_eq "$(stat -c '%a %g' "$(log_of "$app")")" "664 $G" "umask 022: the log B rebuilt is still 664, group G"
-run "${AS_A[@]}" "$FP" --store "$S" record --project app --target plugin --build-id b3 --produced plugin --consumed ../work-B/app
+run "${AS_A[@]}" "$FP" --store "$S" record --project app --target app --build-id b3 --produced ../work-B/app
 expect_rc 0 "A appends to the log B rebuilt under umask 022"
 
 # Last of the store runs (a half-recorded step would give fsck work): B,
 # with the group-writable umask, cannot append to gen's umask-022 log.
-run "${AS_B[@]}" "$FP" --store "$S" record --project app --target app2 --build-id b2 --produced app2 --consumed ../work-A/gen
-expect_rc 1 "B cannot record a consumer of gen (A's umask 022 log)"
+run "${AS_B[@]}" "$FP" --store "$S" record --project tools --target gen --build-id b2 --produced ../work-A/gen
+expect_rc 1 "B cannot record gen again (A's umask 022 log)"
 expect_in err "$gen.jsonl" "B's failure names gen's log"
 expect_in err "Permission denied" "B's failure says why"
 

@@ -71,6 +71,27 @@ expect_rc 1 "verify --json --build-dir"
 expect_json "$T/out" 'sorted(e["status"] for e in d) == ["MISSING", "MODIFIED", "OK"]' \
   "verify --json --build-dir has MISSING, MODIFIED and OK"
 
+# A file that was only read (a header, recorded in the product's input
+# manifest, not as an event of its own) is recorded for its path too.
+printf '#pragma once\n' >build/api.h
+printf 'linked\n' >build/prog
+run "$FP" --store "$S" record --project p --target prog --build-id 2 --build-dir build --produced build/prog \
+  --compiled build/api.h
+expect_rc 0 "record prog, compiled from build/api.h"
+run "$FP" --store "$S" verify build/api.h
+expect_rc 0 "verify of an unchanged header that was only read"
+expect_eq "$OUT" "build/api.h: OK" "a header only read is OK while it holds what the compile read"
+printf '#pragma once // changed\n' >build/api.h
+run "$FP" --store "$S" verify build/api.h
+expect_rc 1 "verify of a header changed since the compile read it"
+expect_in out "build/api.h: MODIFIED (recorded sha256:" "it is MODIFIED, not NOT RECORDED"
+expect_in out "by p/prog build 2)" "naming the build that read it"
+run "$FP" --store "$S" verify --json build/api.h
+expect_json "$T/out" '[(e["status"], e["recorded"]["event"], e["recorded"]["role"]) for e in d] == [("MODIFIED", "consumed", "compile")]' \
+  "verify --json: what was recorded for it is the compile edge"
+run "$FP" --store "$S" verify --build-dir build
+expect_not_in out "api.h" "verify --build-dir checks what the tree produced, not what it read"
+
 # Putting the bytes back makes it OK again.
 printf 'one\n' >build/one
 run "$FP" --store "$S" verify build/one

@@ -9,7 +9,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
 digest_of() { sha256sum "$1" | cut -c1-64; }
 log_of() { local d; d=$(digest_of "$1"); echo "objects/sha256/${d:0:2}/$d.jsonl"; }
-for f in one two three lib; do echo "$f" >"$f"; done
+for f in one two three four lib; do echo "$f" >"$f"; done
 
 run "$FP" --store S record --project p --target t --build-id first --produced one --consumed lib
 expect_rc 0 "the first record"
@@ -28,8 +28,8 @@ expect_eq "$(files_of S)" "$before" "every file of the store is byte for byte as
 expect_no_file "$T/elsewhere" "nothing was written through the link"
 run "$FP" --store S show two
 expect_rc 1 "show of the refused call's product: not recorded"
-run "$FP" --store S show lib
-expect_not_in out second "the consumed library's log has no event of the refused call"
+run "$FP" --store S consumers lib
+expect_not_in out second "the consumed library has no consumer of the refused call"
 rm S/builds/p/second.jsonl
 
 # A retry once the path is fixed records it once.
@@ -41,11 +41,14 @@ expect_in out "no problems" "fsck says so"
 
 # One-sided events: a line lost from a build index (what a call killed
 # between its artifact logs and its index leaves), and one lost from an
-# artifact log (an interrupted gc).
-run "$FP" --store S record --project p --target t --build-id third --produced three --consumed lib
+# artifact log (an interrupted gc): here the log of the input manifest the
+# three calls share, which lists the products made from it.
+run "$FP" --store S record --project p --target t --build-id third --produced three four --consumed lib
 cp S/builds/p/third.jsonl third.index
-grep -v '"produced"' third.index >S/builds/p/third.jsonl
-lib_log=$(log_of lib)
+grep -v "$(digest_of three)" third.index >S/builds/p/third.jsonl
+run "$FP" --store S show --json one
+manifest=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["producers"][0]["inputs"][7:])' "$T/out")
+lib_log=objects/sha256/${manifest:0:2}/$manifest.jsonl
 cp "S/$lib_log" lib.log
 grep -v '"first"' lib.log >"S/$lib_log"
 # Empty logs, as a call that failed or died between open() and write() leaves.
@@ -56,8 +59,8 @@ mkdir -p S/objects/sha256/ab
 run "$FP" --store S fsck --json
 expect_rc 1 "fsck of a store with one-sided events and empty logs exits 1"
 expect_json_each "$T/out" <<EOF
-reports the produced event missing from its build index :: any(p['kind'] == 'one-sided' and p['file'] == '$(log_of three)' and 'builds/p/third.jsonl' in p['problem'] and 'did not finish' in p['problem'] for p in d['problems'])
-reports the consumed event missing from the library's log :: any(p['kind'] == 'one-sided' and p['file'] == 'builds/p/first.jsonl' and '$lib_log' in p['problem'] for p in d['problems'])
+reports the produced event missing from its build index :: any(p['kind'] == 'one-sided' and 'missing from builds/p/third.jsonl' in p['problem'] and 'did not finish' in p['problem'] for p in d['problems'])
+reports the produced event missing from the manifest's log :: any(p['kind'] == 'one-sided' and ' first is missing from $lib_log' in p['problem'] for p in d['problems'])
 reports the empty artifact log :: any(p['kind'] == 'empty' and p['file'] == '$empty_log' for p in d['problems'])
 reports the empty build index :: any(p['kind'] == 'empty' and p['file'] == 'builds/p/dead.jsonl' for p in d['problems'])
 four problems in all :: len(d['problems']) == 4
@@ -67,7 +70,7 @@ expect_rc 0 "fsck --repair mends them"
 expect_no_file "S/$empty_log" "the empty artifact log is gone"
 expect_no_file S/builds/p/dead.jsonl "the empty build index is gone"
 expect_eq "$(sort S/builds/p/third.jsonl)" "$(sort third.index)" "the build index has its produced event back"
-expect_eq "$(sort "S/$lib_log")" "$(sort lib.log)" "the library's log has its consumed event back"
+expect_eq "$(sort "S/$lib_log")" "$(sort lib.log)" "the manifest's log has its event back"
 run "$FP" --store S fsck
 expect_rc 0 "fsck after --repair: no problems"
 run "$FP" --store S fsck --repair

@@ -7,6 +7,7 @@
 #include <fingerprint/postgresql/schema.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/migrate.hpp>
 #include <fingerprint/store/store.hpp>
 
@@ -807,6 +808,158 @@ TEST_P(StoreConformance, FsckOfAHealthyStoreFindsNothingAndCountsLikeTheDirector
 // connection), as concurrent `fingerprint record` runs have. On PostgreSQL
 // the database starts without tables, so the writers also race to create
 // them.
+// An input manifest as the recorder stores one: normalized, encoded, named.
+struct StoredManifest
+{
+  DigestKey key;
+  std::string encoded;
+  Manifest manifest;
+};
+
+StoredManifest
+manifest_of(std::vector<ManifestEntry> entries)
+{
+  StoredManifest stored;
+  stored.manifest.entries = std::move(entries);
+  normalize(stored.manifest);
+  stored.encoded = encode(stored.manifest);
+  auto key = manifest_key(stored.manifest.algorithm, stored.encoded);
+  EXPECT_TRUE(key) << key.error().message;
+  stored.key = key ? *key : DigestKey{};
+  return stored;
+}
+
+Event
+produced_from(const DigestKey& artifact,
+              const StoredManifest& manifest,
+              const std::string& project,
+              const std::string& build)
+{
+  Event event = produced(artifact, project, build);
+  event.inputs = manifest.key.str();
+  return event;
+}
+
+// What a query reports of a manifest entry: `input` read by `product` of
+// `project`'s build `build` (a produced event by produced()).
+Event
+read_by(const DigestKey& input,
+        const DigestKey& product,
+        const std::string& project,
+        const std::string& build,
+        uint64_t size,
+        const std::string& path,
+        const std::string& role)
+{
+  Event event = consumed(input, product, project, build);
+  event.path = path; // where the manifest says it was read
+  event.size = size;
+  event.role = role;
+  return event;
+}
+
+// A call through the recorder's way (manifest first, then one produced
+// event per product naming it): consumers, chains and records answer the
+// same on both backends, with each entry's role and path; an unchanged
+// relink puts no manifest again.
+TEST_P(StoreConformance, InputsInAManifestAreConsumersWithTheirRolesAndPathsInConsumersChainsAndRecords)
+{
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  const auto lib = key_of('1'), header = key_of('2'), app = key_of('3'), app_debug = key_of('4'), pkg = key_of('5'),
+             tool = key_of('6');
+  // The header read through two paths (the last of them is the path its
+  // compile edge reports) and also declared.
+  const auto m1 = manifest_of({{Role::link, lib.hex, 100, "/usr/lib/libz.a"},
+                               {Role::compile, header.hex, 11, "/inc/h.h"},
+                               {Role::compile, header.hex, 11, "/inc/again/h.h"},
+                               {Role::declared, header.hex, 11, "/inc/h.h"}});
+  const auto m2 = manifest_of({{Role::link, app.hex, 5000, "/build/app/app"}});
+  const auto old_edge = consumed(lib, tool, "tool", "1"); // an older store's consumed event
+  const auto made_app = produced_from(app, m1, "app", "2");
+  const auto made_debug = produced_from(app_debug, m1, "app", "2");
+  const auto made_pkg = produced_from(pkg, m2, "pkg", "3");
+  ASSERT_TRUE(store->append({old_edge}));
+  for (const auto* manifest : {&m1, &m2}) {
+    auto put = store->put_manifest(manifest->key, manifest->encoded, manifest->manifest);
+    ASSERT_TRUE(put) << put.error().message;
+    EXPECT_TRUE(*put) << "a new manifest";
+  }
+  ASSERT_TRUE(store->append_call(std::string(32, 'a'), {made_app, made_debug}));
+  ASSERT_TRUE(store->append_call(std::string(32, 'b'), {made_pkg}));
+  // The relink of app, unchanged: the manifest is there already.
+  auto again = store->put_manifest(m1.key, m1.encoded, m1.manifest);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(*again) << "an unchanged relink stored its manifest again";
+  if (is_postgresql()) {
+    EXPECT_EQ(sql("SELECT count(*) FROM fingerprint_manifests"), "2");
+    EXPECT_EQ(sql("SELECT count(*) FROM fingerprint_manifest_entries"), "5");
+  }
+
+  auto read = store->read_manifest(m1.key);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_TRUE(*read) << "no manifest " << m1.key.str();
+  EXPECT_EQ((*read)->entries, m1.manifest.entries);
+  auto absent = store->read_manifest(key_of('9'));
+  ASSERT_TRUE(absent) << absent.error().message;
+  EXPECT_FALSE(*absent);
+  std::vector<LogProblem> problems;
+  auto uses = store->find_manifest_uses(header, problems);
+  ASSERT_TRUE(uses) << uses.error().message;
+  EXPECT_EQ(*uses, (std::vector<ManifestUse>{{m1.key, Role::compile}, {m1.key, Role::declared}}));
+  // The manifest's log: the products made from it.
+  auto users = store->read_log(m1.key);
+  ASSERT_TRUE(users) << users.error().message;
+  EXPECT_EQ(users->events, (std::vector<Event>{made_app, made_debug}));
+
+  const auto app_reads = [&](const DigestKey& product, const std::string& path, const std::string& role) {
+    return read_by(header, product, "app", "2", 11, path, role);
+  };
+  const auto header_direct = std::vector<Event>{app_reads(app, "/inc/h.h", "compile"),
+                                                app_reads(app_debug, "/inc/h.h", "compile"),
+                                                app_reads(app, "/inc/h.h", "declared"),
+                                                app_reads(app_debug, "/inc/h.h", "declared")};
+  const auto pkg_reads_app = read_by(app, pkg, "pkg", "3", 5000, "/build/app/app", "link");
+  using Hits = std::vector<std::pair<Event, int>>;
+  auto of_lib = store->find_consumers(lib, false, problems);
+  ASSERT_TRUE(of_lib) << of_lib.error().message;
+  EXPECT_EQ(hits_of(*of_lib),
+            (Hits{{old_edge, 1},
+                  {read_by(lib, app, "app", "2", 100, "/usr/lib/libz.a", "link"), 1},
+                  {read_by(lib, app_debug, "app", "2", 100, "/usr/lib/libz.a", "link"), 1}}));
+  auto of_header = store->find_consumers(header, true, problems);
+  ASSERT_TRUE(of_header) << of_header.error().message;
+  EXPECT_EQ(
+    hits_of(*of_header),
+    (Hits{
+      {header_direct[0], 1}, {header_direct[1], 1}, {header_direct[2], 1}, {header_direct[3], 1}, {pkg_reads_app, 2}}));
+  auto direct = store->find_consumers(header, false, problems);
+  ASSERT_TRUE(direct) << direct.error().message;
+  EXPECT_EQ(direct->size(), 4u);
+
+  auto chain = store->find_chain(header, pkg, problems);
+  ASSERT_TRUE(chain) << chain.error().message;
+  EXPECT_EQ(*chain, (std::vector<Event>{header_direct[0], pkg_reads_app}));
+
+  // show's record: the manifests' edges, and every path the input was read by.
+  auto record = load_record(*store, header);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->consumers, header_direct);
+  EXPECT_TRUE(record->producers.empty());
+  EXPECT_EQ(record->names, (std::vector<std::string>{"/inc/again/h.h", "/inc/h.h"}));
+  EXPECT_EQ(record->size, 11u);
+  auto of_app = load_record(*store, app);
+  ASSERT_TRUE(of_app) << of_app.error().message;
+  EXPECT_EQ(of_app->producers, (std::vector<Event>{made_app}));
+  EXPECT_EQ(of_app->consumers, (std::vector<Event>{pkg_reads_app}));
+  EXPECT_TRUE(problems.empty()) << problems.front().message;
+
+  FsckOptions options;
+  auto report = store->fsck(options);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(report->findings.empty()) << report->findings.front().file << ": " << report->findings.front().problem;
+}
+
 TEST_P(StoreConformance, SixteenWriterProcessesLoseAndDuplicateNothing)
 {
   constexpr int k_writers = 16;
@@ -1117,7 +1270,165 @@ TEST_F(PostgresStoreOnly, EveryColumnOfTheEventFieldTableIsInTheSchemaWithItsTyp
               std::string(postgresql::column_type(field)))
       << field.name << " (column " << field.column << ")";
   }
-  EXPECT_EQ(columns, 6u) << "kind, digest, project, build, product, from_digest";
+  EXPECT_EQ(columns, 7u) << "kind, digest, project, build, product, from_digest, inputs";
+}
+
+// A database an older runner made (schema version 1) takes the manifests'
+// tables and column when a newer one writes to it, and keeps every row.
+TEST_F(PostgresStoreOnly, AVersion1DatabaseIsMigratedToManifestsWithEveryEventKept)
+{
+  const auto a = key_of('a'), b = key_of('b');
+  const auto made_a = produced(a, "old", "1");
+  const auto use = consumed(a, b, "old", "1");
+  sql(postgresql::migration_sql(1));
+  sql("UPDATE fingerprint_schema SET version = 1");
+  // Rows as a version 1 runner inserted them: its columns, no `inputs`.
+  for (const Event* event : {&made_a, &use}) {
+    sql("INSERT INTO fingerprint_events (log, logged, indexed, kind, digest, product, from_digest, project, build, "
+        "line) VALUES ('"
+        + a.str() + "', true, true, '" + std::string(event_kind_name(event->event)) + "', '" + event->digest + "', '"
+        + event->product + "', '', 'old', '1', '" + serialize(*event) + "')");
+  }
+  {
+    auto store = open(Access::write);
+    ASSERT_TRUE(store);
+  }
+  EXPECT_EQ(sql("SELECT max(version) FROM fingerprint_schema"), std::to_string(k_schema_version));
+  EXPECT_EQ(sql("SELECT count(*) FROM fingerprint_events"), "2");
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  auto log = store->read_log(a);
+  ASSERT_TRUE(log) << log.error().message;
+  EXPECT_EQ(log->events, (std::vector<Event>{made_a, use}));
+  const auto manifest = manifest_of({{Role::link, a.hex, 4096, "/build/old/a"}});
+  ASSERT_TRUE(store->put_manifest(manifest.key, manifest.encoded, manifest.manifest));
+  const auto made_c = produced_from(key_of('c'), manifest, "new", "1");
+  ASSERT_TRUE(store->append_call(std::string(32, 'c'), {made_c}));
+  std::vector<LogProblem> problems;
+  auto consumers = store->find_consumers(a, false, problems);
+  ASSERT_TRUE(consumers) << consumers.error().message;
+  EXPECT_EQ(hits_of(*consumers),
+            (std::vector<std::pair<Event, int>>{
+              {use, 1}, {read_by(a, key_of('c'), "new", "1", 4096, "/build/old/a", "link"), 1}}));
+  auto report = store->fsck({});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(report->findings.empty()) << report->findings.front().problem;
+  EXPECT_EQ(report->manifests, 1u);
+}
+
+// fsck: a produced event naming a manifest the database lacks, a manifest
+// whose bytes do not decode, one whose bytes hash to another name, one
+// whose entries disagree with its bytes. Nothing is changed by a look.
+TEST_F(PostgresStoreOnly, FsckFindsMissingUnreadableMisnamedAndInconsistentManifests)
+{
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  const auto good = manifest_of({{Role::link, key_of('1').hex, 1, "/l/one"}});
+  const auto garbled = manifest_of({{Role::link, key_of('2').hex, 2, "/l/two"}});
+  const auto misnamed = manifest_of({{Role::link, key_of('3').hex, 3, "/l/three"}});
+  const auto drifted = manifest_of({{Role::link, key_of('4').hex, 4, "/l/four"}});
+  const auto missing = manifest_of({{Role::link, key_of('5').hex, 5, "/l/five"}});
+  for (const auto* manifest : {&good, &garbled, &misnamed, &drifted}) {
+    ASSERT_TRUE(store->put_manifest(manifest->key, manifest->encoded, manifest->manifest));
+  }
+  ASSERT_TRUE(store->append_call(std::string(32, 'a'), {produced_from(key_of('a'), good, "p", "1")}));
+  ASSERT_TRUE(store->append_call(std::string(32, 'b'), {produced_from(key_of('b'), missing, "p", "1")}));
+  auto clean = store->fsck({});
+  ASSERT_TRUE(clean) << clean.error().message;
+  ASSERT_EQ(clean->findings.size(), 1u);
+  EXPECT_EQ(clean->findings[0].file, "fingerprint_events");
+  EXPECT_NE(clean->findings[0].problem.find(missing.key.str()), std::string::npos) << clean->findings[0].problem;
+
+  sql("UPDATE fingerprint_manifests SET bytes = 'not a manifest'::bytea WHERE digest = '" + garbled.key.str() + "'");
+  sql("UPDATE fingerprint_manifests SET bytes = (SELECT bytes FROM fingerprint_manifests WHERE digest = '"
+      + good.key.str() + "') WHERE digest = '" + misnamed.key.str() + "'");
+  sql("UPDATE fingerprint_manifest_entries SET size = 40 WHERE input = '" + key_of('4').str() + "'");
+  const std::string before = *sql("SELECT md5(string_agg(digest || encode(bytes, 'hex'), ',' ORDER BY id)) FROM "
+                                  "fingerprint_manifests");
+  auto report = store->fsck({});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->manifests, 4u);
+  std::vector<std::pair<std::string, std::string>> found;
+  for (const auto& finding : report->findings) {
+    found.emplace_back(finding.file, finding.problem);
+  }
+  ASSERT_EQ(found.size(), 4u);
+  EXPECT_EQ(found[0].first, "fingerprint_manifests");
+  EXPECT_NE(found[0].second.find(garbled.key.str() + ": its bytes: not an input manifest"), std::string::npos)
+    << found[0].second;
+  EXPECT_NE(found[1].second.find(misnamed.key.str() + ": its bytes hash to " + good.key.str()), std::string::npos)
+    << found[1].second;
+  EXPECT_NE(found[2].second.find(drifted.key.str() + ": its rows of fingerprint_manifest_entries disagree"),
+            std::string::npos)
+    << found[2].second;
+  EXPECT_EQ(found[3].first, "fingerprint_events");
+  EXPECT_NE(found[3].second.find(missing.key.str()), std::string::npos) << found[3].second;
+  EXPECT_EQ(sql("SELECT md5(string_agg(digest || encode(bytes, 'hex'), ',' ORDER BY id)) FROM fingerprint_manifests"),
+            before);
+}
+
+// migrate copies manifests too, before the events that name them; a second
+// run copies nothing; a user line that only the manifest's log kept (its
+// product's copy lost) is copied into its product's log; and the database
+// answers consumers as the directory does.
+TEST_F(PostgresStoreOnly, ImportCopiesManifestsOnceAndTheDatabaseAnswersAsTheDirectoryDoes)
+{
+  test::TempDir dir;
+  const std::string root = dir / "store";
+  const auto lib = key_of('1'), app = key_of('3'), tool = key_of('6');
+  const auto m1 =
+    manifest_of({{Role::link, lib.hex, 100, "/usr/lib/libz.a"}, {Role::compile, key_of('2').hex, 11, "/inc/h.h"}});
+  const auto made_app = produced_from(app, m1, "app", "2");
+  const auto made_tool = produced_from(tool, m1, "tool", "1");
+  {
+    auto source = open_store(root, Access::write);
+    ASSERT_TRUE(source) << source.error().message;
+    ASSERT_TRUE((*source)->put_manifest(m1.key, m1.encoded, m1.manifest));
+    ASSERT_TRUE((*source)->append_call({}, {made_app}));
+    ASSERT_TRUE((*source)->append_call({}, {made_tool}));
+  }
+  // The tool's line lost from its own log: only the manifest's log has it.
+  test::write_file(root + "/" + tool.log_path(), "");
+  auto source = DirectoryStore::open_for_reading(root);
+  ASSERT_TRUE(source) << source.error().message;
+  std::vector<LogProblem> problems;
+  auto from_directory = source->find_consumers(lib, true, problems);
+  ASSERT_TRUE(from_directory) << from_directory.error().message;
+  ASSERT_EQ(from_directory->size(), 2u);
+
+  auto target = PostgresStore::open(m_location, Access::write);
+  ASSERT_TRUE(target) << target.error().message;
+  auto first = migrate(*source, **target, {});
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->manifests_copied, 1u);
+  EXPECT_EQ(first->manifests_present, 0u);
+  EXPECT_EQ(first->events_copied, 2u) << "each produced event once, in its product's log";
+  EXPECT_EQ(sql("SELECT count(*) FROM fingerprint_events"), "2");
+  EXPECT_EQ(sql("SELECT count(*) FROM fingerprint_manifest_entries"), "2");
+  auto tool_log = (*target)->read_log(tool);
+  ASSERT_TRUE(tool_log) << tool_log.error().message;
+  EXPECT_EQ(tool_log->events, (std::vector<Event>{made_tool}));
+  auto from_database = (*target)->find_consumers(lib, true, problems);
+  ASSERT_TRUE(from_database) << from_database.error().message;
+  EXPECT_EQ(hits_of(*from_database), hits_of(*from_directory));
+  EXPECT_EQ(hits_of(*from_database),
+            (std::vector<std::pair<Event, int>>{{read_by(lib, app, "app", "2", 100, "/usr/lib/libz.a", "link"), 1},
+                                                {read_by(lib, tool, "tool", "1", 100, "/usr/lib/libz.a", "link"), 1}}));
+  EXPECT_TRUE(problems.empty()) << problems.front().message;
+
+  auto second = migrate(*source, **target, {});
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->manifests_copied, 0u);
+  EXPECT_EQ(second->manifests_present, 1u);
+  EXPECT_EQ(second->events_copied, 0u);
+  EXPECT_EQ(sql("SELECT count(*) FROM fingerprint_manifests"), "1");
+  EXPECT_EQ(sql("SELECT count(*) FROM fingerprint_events"), "2");
+
+  // A manifest whose bytes are not what its name says: nothing is copied.
+  test::write_file(root + "/" + layout::manifest_file(m1.key), "garbage");
+  auto refused = migrate(*source, **target, {});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find(m1.key.hex), std::string::npos) << refused.error().message;
 }
 
 TEST(PostgresStoreUrl, APasswordIsMaskedInLocationsAndErrors)

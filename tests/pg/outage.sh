@@ -46,13 +46,20 @@ sql() { psql "$URL" -X -v ON_ERROR_STOP=1 -qAtc "$1"; }
 # Events (rows in their build's index) of builds whose id starts with $1.
 stored() { sql "SELECT count(*) FROM fingerprint_events WHERE indexed AND build LIKE '$1%'"; }
 duplicates() { sql "SELECT count(*) - count(DISTINCT (log, line)) FROM fingerprint_events"; }
-# The journal: calls waiting, and their events (header lines excluded).
+# The journal: calls waiting, and their events (header lines and input
+# manifests' lines excluded).
 waiting_calls() { find "$T/spool" -path '*/calls/*.jsonl' 2>/dev/null | wc -l; }
 waiting_events() {
   local n=0 f
-  for f in $(find "$T/spool" -path '*/calls/*.jsonl' 2>/dev/null); do n=$((n + $(wc -l <"$f") - 1)); done
+  for f in $(find "$T/spool" -path '*/calls/*.jsonl' 2>/dev/null); do
+    n=$((n + $(tail -n +2 "$f" | grep -vc '^{"bytes":' || true)))
+  done
   echo "$n"
 }
+# Calls waiting with their input manifests (a format 2 header).
+waiting_with_manifests() { find "$T/spool" -path '*/calls/*.jsonl' -exec head -1 {} \; 2>/dev/null | grep -c '"manifests":1' || true; }
+# Produced events naming an input manifest the database lacks.
+orphans() { sql "SELECT count(*) FROM fingerprint_events e WHERE e.inputs <> '' AND NOT EXISTS (SELECT FROM fingerprint_manifests m WHERE m.digest = e.inputs)"; }
 figure() { echo "figure: $*"; }
 expect_lt() { if (($1 < $2)); then _result 1 "$3 ($1 < $2)"; else _result 0 "$3: $1 is not < $2"; fi; }
 
@@ -84,7 +91,7 @@ build "$T/b" -j 2
 expect_not_in both "warning" "server up: no hook warns"
 before=$(stored 1-)
 figure "before the outage: $(sql "SELECT count(*) FROM fingerprint_events WHERE kind = 'produced' AND build LIKE '1-%'") of 20 links stored, $before events stored"
-expect_lt 39 "$before" "build 1 stored at least one produced and one consumed event per target"
+expect_lt 19 "$before" "build 1 stored at least one produced event per target (its inputs in a manifest)"
 expect_eq "$(waiting_calls)" 0 "server up: nothing spooled"
 
 # ---------------------------------------------------------------------------
@@ -127,8 +134,9 @@ run "$FP" fsck --json
 cp "$T/out" fsck.json
 expect_json fsck.json "d['spool']['calls'] == 20 and d['spool']['events'] == $during and d['spool']['problems'] == []" \
   "fsck --json counts the journal"
-# The order the journal holds them in: each call's first line.
-for f in "$journal"/calls/*.jsonl; do sed -n 2p "$f"; done >journal-order.txt
+expect_eq "$(waiting_with_manifests)" 20 "every journaled link carries its input manifest"
+# The order the journal holds them in: each call's first event.
+for f in "$journal"/calls/*.jsonl; do tail -n +2 "$f" | grep -v '^{"bytes":' | head -1; done >journal-order.txt
 run "$FP" sync
 expect_rc 0 "sync with the server back"
 expect_in out "delivered $during events of 20 record calls" "sync says what it delivered"
@@ -136,6 +144,9 @@ after=$(stored 2-)
 figure "after sync: $after events of the outage build stored ($during acknowledged), duplicates $(duplicates)"
 expect_eq "$after" "$before" "the outage build stored exactly the events of the build before it"
 expect_eq "$(duplicates)" 0 "no event stored twice"
+expect_eq "$(orphans)" 0 "every delivered event's input manifest is in the database"
+expect_eq "$(sql "SELECT count(*) FROM fingerprint_manifests")" \
+  "$(sql "SELECT count(DISTINCT inputs) FROM fingerprint_events WHERE inputs <> ''")" "each input manifest stored once"
 expect_eq "$(waiting_calls)" 0 "the journal is empty"
 expect_no_file "$journal/calls" "and its calls/ is gone (the next hook's stat finds nothing)"
 # Delivered oldest first: the rows of each call's first line come in journal order.
@@ -208,13 +219,13 @@ calls_in_db() { ids_in_db "$1" | wc -l; }
 spool_calls 3 k1
 cp -a "$journal/calls" saved-calls
 run "$FP" sync
-expect_in out "delivered 6 events of 3 record calls" "3 calls of 2 events delivered"
+expect_in out "delivered 3 events of 3 record calls" "3 calls of 1 event (and a manifest) delivered"
 mkdir -p "$journal/calls" && cp -a saved-calls/. "$journal/calls/"
 run "$FP" sync
 expect_rc 0 "sync over a journal whose calls were committed already"
 expect_in out "delivered 0 events of 0 record calls" "delivers none of them again"
 expect_in out "3 calls were there already" "and says they were there"
-expect_eq "$(stored k1)" 6 "each once in the database"
+expect_eq "$(stored k1)" 3 "each once in the database"
 expect_eq "$(waiting_calls)" 0 "and out of the journal"
 
 # A deliverer killed (SIGKILL, by itself: FINGERPRINT_TEST_DIE_AFTER_DELIVERING)
@@ -226,9 +237,9 @@ expect_eq "$(waiting_calls)" 2 "the killed sync removed only the first call it d
 expect_eq "$(calls_in_db "$journal/calls")" 1 "one call waits that the database holds already"
 run "$FP" sync
 expect_rc 0 "sync after the kill"
-expect_in out "delivered 2 events of 1 record call" "delivers the call never committed"
+expect_in out "delivered 1 event of 1 record call" "delivers the call never committed"
 expect_in out "1 call was there already" "and only removes the one committed before the kill"
-expect_eq "$(stored k4)" 6 "each of the 3 calls' 2 events is stored once"
+expect_eq "$(stored k4)" 3 "each of the 3 calls' events is stored once"
 
 # A real kill -9 of sync at random moments (0-40 ms after it starts: it
 # delivers a call in about a millisecond), again and again until the journal
@@ -255,7 +266,8 @@ landed=$(sort -u landed.txt 2>/dev/null | grep -c . || true)
 run "$FP" sync
 expect_rc 0 "sync after $kills kill -9s"
 figure "exactly once: $kills syncs killed -9 mid-delivery, $landed times between a commit and its unlink; each call stored once"
-expect_eq "$(stored k2)" 300 "after the kills, each of the 150 calls' 2 events is stored once"
+expect_eq "$(stored k2)" 150 "after the kills, each of the 150 calls' events is stored once"
+expect_eq "$(orphans)" 0 "after the kills, every stored event's input manifest is there"
 expect_eq "$(calls_in_db k2-calls)" 150 "every call's id is recorded"
 expect_eq "$(waiting_calls)" 0 "nothing waits"
 
@@ -269,7 +281,7 @@ printf 'live\n' >live.bin
 run "$FP" record --project exact --target live --build-id k3-live --produced live.bin
 expect_rc 0 "a hook while two syncs deliver"
 wait "$first" && wait "$second" && ok "both syncs succeed" || fail "a sync failed: $(cat two-1.out two-2.out)"
-expect_eq "$(stored k3)" 61 "two deliverers and a hook: the 30 calls' 60 events and the hook's one, each once"
+expect_eq "$(stored k3)" 31 "two deliverers and a hook: the 30 calls' events and the hook's one, each once"
 expect_eq "$(duplicates)" 0 "no event anywhere twice"
 
 # ---------------------------------------------------------------------------
@@ -284,7 +296,7 @@ expect_rc 0 "a hook while another process holds the journal's lock"
 expect_eq "$(stored hook-o1)" 0 "its call did not jump ahead of the 3 waiting"
 expect_eq "$(waiting_calls)" 4 "it waits behind them in the journal"
 run "$FP" sync
-expect_in out "delivered 7 events of 4 record calls" "sync delivers the 4"
+expect_in out "delivered 4 events of 4 record calls" "sync delivers the 4"
 if (($(sql "SELECT max(id) FROM fingerprint_events WHERE build = 'o1'") < $(sql "SELECT min(id) FROM fingerprint_events WHERE build = 'hook-o1'"))); then
   ok "the hook's call landed after the calls journaled before it"
 else
@@ -305,7 +317,7 @@ expect_in err "more wait in $journal" "it says more wait"
 expect_eq "$(waiting_calls)" $((60 - delivered_by_hook + 1)) "the rest and the hook's own call wait"
 run "$FP" sync
 expect_rc 0 "sync delivers the rest"
-expect_eq "$(stored o2)" 120 "every call of the 60 stored once"
+expect_eq "$(stored o2)" 60 "every call of the 60 stored once"
 expect_eq "$(stored hook-o2)" 1 "and the hook's own"
 
 # ---------------------------------------------------------------------------
@@ -326,7 +338,7 @@ expect_eq "$(waiting_calls)" 3 "journals its call"
 PGOPTIONS='-c default_transaction_read_only=off' sql "ALTER DATABASE postgres RESET default_transaction_read_only"
 run "$FP" sync
 expect_rc 0 "sync once the database takes writes again"
-expect_eq "$(stored r1)" 5 "the 2 journaled calls and the hook's, each once"
+expect_eq "$(stored r1)" 3 "the 2 journaled calls and the hook's, each once"
 
 # A role allowed one connection, holding it: the next gets "too many connections".
 sql "CREATE ROLE limited LOGIN CONNECTION LIMIT 1"

@@ -1,8 +1,10 @@
 // `builds` and `build show`: the build index, read one index file per build
-// (never the artifact logs).
+// (never the artifact logs), with the input manifests its products name
+// (each once): what a build consumed is in them.
 
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/table.hpp>
 
@@ -36,9 +38,22 @@ struct BuildSummary
   std::vector<store::Event> events;
 };
 
+// The index's events, then the consumed events of its products' manifests;
+// `keep_events`: in the summary (build show), not only counted (builds).
 BuildSummary
-summarize(const store::BuildRef& ref, std::vector<store::Event> events)
+summarize(const store::BuildRef& ref,
+          std::vector<store::Event> events,
+          query::ManifestInputs& manifests,
+          std::vector<store::LogProblem>& problems,
+          bool keep_events)
 {
+  const size_t indexed = events.size();
+  for (size_t i = 0; i < indexed; ++i) {
+    if (!events[i].inputs.empty()) {
+      auto inputs = manifests.of(events[i], problems);
+      events.insert(events.end(), std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+    }
+  }
   BuildSummary summary;
   summary.ref = ref;
   for (const auto& event : events) {
@@ -60,7 +75,9 @@ summarize(const store::BuildRef& ref, std::vector<store::Event> events)
         break;
     }
   }
-  summary.events = std::move(events);
+  if (keep_events) {
+    summary.events = std::move(events);
+  }
   return summary;
 }
 
@@ -86,10 +103,11 @@ run_builds(const Args& args, Context& context, Prepared& prepared)
   const auto project = args.value("project");
   std::vector<BuildSummary> summaries;
   std::vector<store::LogProblem> problems;
+  query::ManifestInputs manifests(*prepared.store); // an unchanged relink's build names the same manifest
   auto read =
     prepared.store->for_each_build(project.value_or(""), [&](const store::BuildRef& ref, store::LogContents& index) {
       problems.insert(problems.end(), index.problems.begin(), index.problems.end());
-      summaries.push_back(summarize(ref, std::move(index.events)));
+      summaries.push_back(summarize(ref, std::move(index.events), manifests, problems, false));
     });
   if (!read) {
     print_error(context, read.error().message);
@@ -160,14 +178,17 @@ run_build(const Args& args, Context& context, Prepared& prepared)
   if (!index) {
     return k_exit_failure;
   }
-  const BuildSummary summary = summarize(ref, std::move(index->events));
+  std::vector<store::LogProblem> problems;
+  query::ManifestInputs manifests(*prepared.store);
+  const BuildSummary summary = summarize(ref, std::move(index->events), manifests, problems, true);
+  report_problems(context, prepared.store->location(), problems);
   if (args.flag("json")) {
     auto object = summary_json(summary);
     for (const char* kind : {"produced", "consumed", "installed"}) {
       object[std::string(kind) + "_events"] = nlohmann::ordered_json::array();
     }
     for (const auto& event : summary.events) {
-      object[std::string(store::event_kind_name(event.event)) + "_events"].push_back(event_json(event));
+      object[std::string(store::event_kind_name(event.event)) + "_events"].push_back(edge_json(event));
     }
     write_out(context, dump_json(object));
     return k_exit_ok;
@@ -178,6 +199,7 @@ run_build(const Args& args, Context& context, Prepared& prepared)
     std::vector<std::vector<std::string>> rows;
     rows.push_back({"TARGET", "DIGEST", "PATH"});
     if (with_product) {
+      rows.back().insert(rows.back().begin() + 1, "ROLE");
       rows.back().push_back("FOR");
     }
     std::map<std::string, std::string> product_paths;
@@ -193,6 +215,7 @@ run_build(const Args& args, Context& context, Prepared& prepared)
       // A human reads the first 12 hex digits; --json has them all.
       rows.push_back({event.target, event.digest.substr(0, 19), display_path(event.path)});
       if (with_product) {
+        rows.back().insert(rows.back().begin() + 1, query::role_of(event));
         auto product = product_paths.find(event.product);
         rows.back().push_back(product != product_paths.end() ? product->second : event.product.substr(0, 19));
       }

@@ -90,6 +90,7 @@ extern const Command k_consumers_command;
 extern const Command k_verify_command;
 extern const Command k_launch_command;
 extern const Command k_compile_command;
+extern const Command k_generate_command;
 extern const Command k_installed_command;
 extern const Command k_check_command;
 extern const Command k_graph_command;

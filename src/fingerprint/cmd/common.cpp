@@ -1,6 +1,7 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/query/inputs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <cstdlib>
@@ -106,6 +107,50 @@ event_json(const store::Event& event)
 {
   // The same fields in the same order as on disk, from the one serializer.
   return nlohmann::ordered_json::parse(store::serialize(event));
+}
+
+nlohmann::ordered_json
+edge_json(const store::Event& event)
+{
+  if (event.event != store::EventKind::consumed || !event.role.empty()) {
+    return event_json(event);
+  }
+  store::Event with_role = event;
+  with_role.role = query::role_of(event);
+  return event_json(with_role);
+}
+
+Expected<std::set<std::string>>
+role_filter(const Args& args)
+{
+  std::set<std::string> roles;
+  const auto list = args.value("role");
+  if (!list) {
+    return roles;
+  }
+  std::string_view rest = *list;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    if (!store::parse_role(name)) {
+      std::string known;
+      for (const store::Role role : store::k_all_roles) {
+        known += (known.empty() ? "" : ", ") + std::string(store::role_name(role));
+      }
+      return Error{"--role: unknown role '" + std::string(name) + "' (known: " + known + ")"};
+    }
+    roles.emplace(name);
+    if (comma == std::string_view::npos) {
+      return roles;
+    }
+    rest.remove_prefix(comma + 1);
+  }
+}
+
+bool
+role_matches(const std::set<std::string>& roles, const store::Event& event)
+{
+  return roles.empty() || roles.contains(query::role_of(event));
 }
 
 std::string

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,26 @@ using util::base_name;
 // An event as the JSON object `show --json` prints (README, "The command line"), all its fields.
 // A path that is not UTF-8 is in "path" with U+FFFD and exactly in "path_bytes" (escaped), as on disk.
 nlohmann::ordered_json event_json(const store::Event& event);
+
+// event_json() of an event as queries report it: a consumed event always
+// with its `role`, "link" for those of old logs, which carry none (README,
+// "What a target consumed").
+nlohmann::ordered_json edge_json(const store::Event& event);
+
+// --role ROLE[,ROLE...]: show and consumers keep the consumed edges of these
+// roles only. A comma list rather than a repeated option: Args takes each
+// option once.
+inline constexpr OptionSpec k_role_option{"role",
+                                          OptionKind::value,
+                                          "ROLE[,ROLE...]",
+                                          "only consumed edges of these roles: link, compile, interface, declared"};
+
+// The roles --role names, checked; empty when it is not given (every role).
+// The error names the known roles.
+Expected<std::set<std::string>> role_filter(const Args& args);
+
+// Whether a consumed event passes `roles` (as role_filter() returned it).
+bool role_matches(const std::set<std::string>& roles, const store::Event& event);
 
 // A path for people: with U+FFFD where its bytes are not UTF-8, as a line's
 // "path" spells it. What is opened and compared is always the exact path.

@@ -1,9 +1,11 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/table.hpp>
 
 #include <map>
+#include <set>
 
 namespace fingerprint::cmd {
 
@@ -12,6 +14,7 @@ namespace {
 constexpr OptionSpec k_options[] = {
   {"json", OptionKind::flag, {}, "print a JSON array of consumer events"},
   {"transitive", OptionKind::flag, {}, "also who consumed the consumers' products (with their depth)"},
+  k_role_option,
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
 };
 
@@ -32,14 +35,64 @@ product_name(const store::Store& store, const std::string& product, std::map<std
   return name;
 }
 
+// The consumers of `key` whose edge to it has one of `roles` and, with
+// `transitive`, everyone downstream of those: --role filters the first hop
+// only (what consumed the artifact itself, or an installed copy of it), as
+// the question it answers is "who took this file in this way, and what did
+// that reach". The walk is store::walk_consumers() over records whose first
+// hop is filtered as they are loaded, so a database's own walk is not used:
+// it knows nothing of roles.
+Expected<std::vector<store::ConsumerHit>>
+consumers_by_role(const store::Store& store,
+                  const store::DigestKey& key,
+                  bool transitive,
+                  const std::set<std::string>& roles,
+                  std::vector<store::LogProblem>& problems)
+{
+  if (!transitive) {
+    auto hits = store.find_consumers(key, false, problems);
+    if (hits) {
+      std::erase_if(*hits, [&](const store::ConsumerHit& hit) { return !role_matches(roles, hit.event); });
+    }
+    return hits;
+  }
+  std::set<std::string> first_hop{key.str()}; // the artifact and its installed copies
+  return store::walk_consumers(
+    [&](const store::DigestKey& at) -> Expected<store::ArtifactRecord> {
+      auto record = store::load_record(store, at);
+      if (record && first_hop.contains(at.str())) {
+        std::erase_if(record->consumers, [&](const store::Event& event) { return !role_matches(roles, event); });
+        for (const store::Event& copy : record->installed_copies) {
+          first_hop.insert(copy.digest);
+        }
+      }
+      return record;
+    },
+    key,
+    true,
+    problems);
+}
+
+int
+validate(const Args& args, Context& context)
+{
+  if (auto roles = role_filter(args); !roles) {
+    print_error(context, "consumers: " + roles.error().message);
+    return k_exit_usage;
+  }
+  return k_exit_ok;
+}
+
 int
 run(const Args& args, Context& context, Prepared& prepared)
 {
   // Problems in the artifact's own log are met again, and reported, below.
   const store::DigestKey& key = prepared.artifact->key;
   const bool transitive = args.flag("transitive");
+  const std::set<std::string> roles = role_filter(args).value();
   std::vector<store::LogProblem> problems;
-  auto hits = prepared.store->find_consumers(key, transitive, problems);
+  auto hits = roles.empty() ? prepared.store->find_consumers(key, transitive, problems)
+                            : consumers_by_role(*prepared.store, key, transitive, roles, problems);
   if (!hits) {
     print_error(context, hits.error().message);
     return k_exit_failure;
@@ -49,7 +102,7 @@ run(const Args& args, Context& context, Prepared& prepared)
   if (args.flag("json")) {
     auto array = nlohmann::ordered_json::array();
     for (const auto& hit : *hits) {
-      auto object = event_json(hit.event);
+      auto object = edge_json(hit.event);
       if (transitive) {
         object["depth"] = hit.depth;
       }
@@ -59,12 +112,16 @@ run(const Args& args, Context& context, Prepared& prepared)
     return k_exit_ok;
   }
   if (hits->empty()) {
-    write_out(context, "no consumers recorded for " + key.str() + "\n");
+    std::string with_role;
+    for (const auto& role : roles) {
+      with_role += (with_role.empty() ? " with role " : " or ") + role;
+    }
+    write_out(context, "no consumers recorded for " + key.str() + with_role + "\n");
     return k_exit_ok;
   }
   std::map<std::string, std::string> names;
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"PROJECT", "TARGET", "BUILD", "HOST", "TIME", "PRODUCED"});
+  rows.push_back({"PROJECT", "TARGET", "ROLE", "BUILD", "HOST", "TIME", "PRODUCED"});
   if (transitive) {
     rows.back().insert(rows.back().begin(), "DEPTH");
   }
@@ -72,6 +129,7 @@ run(const Args& args, Context& context, Prepared& prepared)
     const auto& event = hit.event;
     std::vector<std::string> row = {event.project,
                                     event.target,
+                                    query::role_of(event),
                                     event.build,
                                     event.host,
                                     human_time(event.time),
@@ -88,12 +146,13 @@ run(const Args& args, Context& context, Prepared& prepared)
 } // namespace
 
 extern const Command k_consumers_command{.name = "consumers",
-                                         .synopsis = "[--json] [--transitive] FILE|DIGEST",
+                                         .synopsis = "[--json] [--transitive] [--role ROLE[,ROLE...]] FILE|DIGEST",
                                          .summary =
                                            "which builds consumed an artifact (and, transitively, their products)",
                                          .options = k_options,
                                          .run = run,
                                          .needs = Needs::artifact,
-                                         .arity = k_one_artifact};
+                                         .arity = k_one_artifact,
+                                         .validate = validate};
 
 } // namespace fingerprint::cmd

@@ -1,10 +1,13 @@
 // export --format in-toto: a build's provenance as an in-toto Statement v1
-// whose predicate is SLSA Provenance v1.
+// whose predicate is SLSA Provenance v1. Its materials are what its
+// products' input manifests list (and an old store's consumed events).
 
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 
+#include <map>
 #include <set>
 
 namespace fingerprint::cmd {
@@ -47,9 +50,12 @@ nlohmann::ordered_json
 statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
 {
   nlohmann::ordered_json subjects = nlohmann::ordered_json::array();
-  nlohmann::ordered_json dependencies = nlohmann::ordered_json::array();
   std::set<std::string> seen_subjects;
-  std::set<std::string> seen_dependencies;
+  // A ResourceDescriptor per file (digest and path), in the order first
+  // met, with the roles it had for the build's products in its annotations
+  // (in-toto's place for what a descriptor's fields do not say).
+  std::vector<std::pair<const store::Event*, std::set<std::string>>> dependencies;
+  std::map<std::string, size_t> dependency_at;
   std::string started;
   std::string finished;
   std::string host;
@@ -67,10 +73,19 @@ statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
     targets.insert(event.target);
     if (event.event == store::EventKind::produced && seen_subjects.insert(event.digest + event.path).second) {
       subjects.push_back(resource(event));
-    } else if (event.event == store::EventKind::consumed
-               && seen_dependencies.insert(event.digest + event.path).second) {
-      dependencies.push_back(resource(event));
+    } else if (event.event == store::EventKind::consumed) {
+      auto [at, added] = dependency_at.try_emplace(event.digest + '\0' + event.path, dependencies.size());
+      if (added) {
+        dependencies.push_back({&event, {}});
+      }
+      dependencies[at->second].second.insert(query::role_of(event));
     }
+  }
+  nlohmann::ordered_json materials = nlohmann::ordered_json::array();
+  for (const auto& [event, roles] : dependencies) {
+    auto descriptor = resource(*event);
+    descriptor["annotations"] = {{"roles", roles}};
+    materials.push_back(std::move(descriptor));
   }
   nlohmann::ordered_json external;
   external["project"] = ref.project;
@@ -85,7 +100,7 @@ statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
   predicate["buildDefinition"] = {{"buildType", k_build_type},
                                   {"externalParameters", external},
                                   {"internalParameters", internal},
-                                  {"resolvedDependencies", dependencies}};
+                                  {"resolvedDependencies", materials}};
   predicate["runDetails"] = {
     {"builder", {{"id", "urn:fingerprint:builder:" + host}}},
     {"metadata", {{"invocationId", ref.project + "/" + ref.build}, {"startedOn", started}, {"finishedOn", finished}}}};
@@ -149,6 +164,9 @@ run(const Args& args, Context& context, Prepared& prepared)
   if (!index) {
     return k_exit_failure;
   }
+  std::vector<store::LogProblem> problems;
+  query::add_manifest_inputs(*prepared.store, index->events, problems);
+  report_problems(context, prepared.store->location(), problems);
   write_out(context, dump_json(statement(ref, index->events)));
   return k_exit_ok;
 }

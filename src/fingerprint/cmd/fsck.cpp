@@ -52,6 +52,8 @@ run(const Args& args, Context& context, Prepared& prepared)
     out["store"] = prepared.store->location();
     out["logs"] = report->logs;
     out["build_indexes"] = report->build_indexes;
+    out["manifests"] = report->manifests;
+    out["reverse_indexes"] = report->reverse_indexes;
     out["events"] = report->events;
     out["problems"] = nlohmann::ordered_json::array();
     for (const auto& finding : report->findings) {
@@ -97,7 +99,9 @@ run(const Args& args, Context& context, Prepared& prepared)
     text += "warning: " + prepared.store->location() + "/" + warning + "\n";
   }
   text += "fsck: " + std::to_string(report->logs) + " artifact logs, " + std::to_string(report->build_indexes)
-          + " build indexes, " + std::to_string(report->events) + " events; ";
+          + " build indexes, " + std::to_string(report->manifests) + " input manifests, "
+          + std::to_string(report->reverse_indexes) + " reverse indexes, " + std::to_string(report->events)
+          + " events; ";
   if (report->findings.empty()) {
     text += "no problems\n";
   } else {
@@ -138,7 +142,8 @@ run(const Args& args, Context& context, Prepared& prepared)
 extern const Command k_fsck_command{
   .name = "fsck",
   .synopsis = "[--repair] [--json]",
-  .summary = "check every log of the store; --repair quarantines and rebuilds (never deletes)",
+  .summary = "check every log, manifest and reverse index of the store; --repair quarantines and rebuilds (never "
+             "deletes)",
   .options = k_options,
   .run = run,
   .needs = Needs::store,

@@ -149,6 +149,9 @@ run(const Args& args, Context& context, Prepared& prepared)
     out["artifact_logs_removed"] = result.logs.removed;
     out["build_indexes_rewritten"] = result.indexes.rewritten;
     out["build_indexes_removed"] = result.indexes.removed;
+    out["manifests_removed"] = result.manifests.removed;
+    out["reverse_indexes_rewritten"] = result.reverse_indexes.rewritten;
+    out["reverse_indexes_removed"] = result.reverse_indexes.removed;
     out["errors"] = result.failures;
     auto& corrections = out["times_corrected"] = nlohmann::ordered_json::array();
     for (const auto& fix : plan->corrections) {
@@ -161,12 +164,15 @@ run(const Args& args, Context& context, Prepared& prepared)
     write_out(context, dump_json(out));
   } else {
     const std::string verb = dry_run ? "would drop " : "dropped ";
-    write_out(context,
-              "gc: " + verb + std::to_string(result.events_dropped) + " events of " + std::to_string(builds_dropped)
-                + " of " + std::to_string(plan->builds_seen) + " builds; " + std::to_string(result.logs.removed)
-                + " artifact logs " + (dry_run ? "would go" : "removed") + ", " + std::to_string(result.logs.rewritten)
-                + (dry_run ? " would be rewritten" : " rewritten") + "; " + std::to_string(result.indexes.removed)
-                + " build indexes " + (dry_run ? "would go" : "removed") + "\n");
+    write_out(
+      context,
+      "gc: " + verb + std::to_string(result.events_dropped) + " events of " + std::to_string(builds_dropped) + " of "
+        + std::to_string(plan->builds_seen) + " builds; " + std::to_string(result.logs.removed) + " artifact logs "
+        + (dry_run ? "would go" : "removed") + ", " + std::to_string(result.logs.rewritten)
+        + (dry_run ? " would be rewritten" : " rewritten") + "; " + std::to_string(result.indexes.removed)
+        + " build indexes " + (dry_run ? "would go" : "removed") + "; " + std::to_string(result.manifests.removed)
+        + " input manifests " + (dry_run ? "would go" : "removed") + " (and their lines in "
+        + std::to_string(result.reverse_indexes.removed + result.reverse_indexes.rewritten) + " reverse indexes)\n");
   }
   return result.failures.empty() ? k_exit_ok : k_exit_failure;
 }
@@ -176,7 +182,8 @@ run(const Args& args, Context& context, Prepared& prepared)
 extern const Command k_gc_command{
   .name = "gc",
   .synopsis = "[--dry-run] [--missing-build-dirs] [--older-than AGE] [--keep-builds N] [--json]",
-  .summary = "drop old builds' events (retention driven by the build index); artifacts left without events go",
+  .summary = "drop old builds' events (retention driven by the build index); artifacts and input manifests left "
+             "without events go",
   .options = k_options,
   .run = run,
   .needs = Needs::store,

@@ -20,6 +20,7 @@ constexpr OptionSpec k_options[] = {
   {"format", OptionKind::value, "F", "text (default), dot, mermaid, json, svg (needs Graphviz's dot) or html"},
   {"project", OptionKind::value, "P", "only edges into or out of project P"},
   {"artifacts", OptionKind::flag, {}, "one node per target rather than per project"},
+  {"all", OptionKind::flag, {}, "also files no fingerprinted build produced (toolchain, system and source files)"},
   {"output", OptionKind::value, "FILE", "write to FILE rather than to standard output"},
 };
 
@@ -90,10 +91,23 @@ dot_quoted(const std::string& text)
   return pieces;
 }
 
+// What every format says when files were left out.
 std::string
-dot_text(const Edges& edges)
+hidden_note(size_t hidden)
+{
+  return std::to_string(hidden) + (hidden == 1 ? " toolchain/system file" : " toolchain/system files")
+         + " hidden (no fingerprinted build produced them; --all shows them)";
+}
+
+// `hidden`: how many files were left out, in the graph's label (so that
+// dot's SVG, and the page that inlines it, say so too).
+std::string
+dot_text(const Edges& edges, size_t hidden)
 {
   std::string text = "digraph fingerprint {\n  rankdir=LR;\n  node [shape=box];\n";
+  if (hidden > 0) {
+    text += "  labelloc=b;\n  label=" + dot_quoted(hidden_note(hidden)) + ";\n";
+  }
   for (const auto& [edge, names] : edges) {
     text +=
       "  " + dot_quoted(edge.from) + " -> " + dot_quoted(edge.to) + " [label=" + dot_quoted(joined(names)) + "];\n";
@@ -102,7 +116,7 @@ dot_text(const Edges& edges)
 }
 
 nlohmann::ordered_json
-graph_json(const Edges& edges)
+graph_json(const Edges& edges, size_t hidden)
 {
   nlohmann::ordered_json json;
   std::set<std::string> nodes;
@@ -113,6 +127,7 @@ graph_json(const Edges& edges)
     json["edges"].push_back({{"from", edge.from}, {"to", edge.to}, {"artifacts", names}});
   }
   json["nodes"] = nodes;
+  json["hidden_files"] = hidden;
   return json;
 }
 
@@ -192,7 +207,7 @@ run(const Args& args, Context& context, Prepared& prepared)
   }
   const bool per_target = args.flag("artifacts");
   std::vector<store::LogProblem> problems;
-  auto all = query::collect_graph(*prepared.store, per_target, problems);
+  auto all = query::collect_graph(*prepared.store, per_target, problems, format == "html");
   report_problems(context, prepared.store->location(), problems);
   if (!all) {
     print_error(context, all.error().message);
@@ -202,10 +217,23 @@ run(const Args& args, Context& context, Prepared& prepared)
   auto in_project = [&](const std::string& node) {
     return !project || node == *project || node.starts_with(*project + "/");
   };
+  const bool everything = args.flag("all");
+  if (everything) {
+    all->edges.merge(all->unproduced_edges);
+  }
   Edges edges;
   for (auto& [edge, names] : all->edges) {
     if (in_project(edge.from) || in_project(edge.to)) {
       edges.emplace(edge, std::move(names));
+    }
+  }
+  // The files left out, each once, of those the edges shown would pass.
+  std::set<std::string> hidden;
+  if (!everything) {
+    for (const auto& [consumer, digests] : all->unproduced) {
+      if (in_project(consumer)) {
+        hidden.insert(digests.begin(), digests.end());
+      }
     }
   }
 
@@ -217,8 +245,11 @@ run(const Args& args, Context& context, Prepared& prepared)
     if (edges.empty()) {
       text = "no producer -> consumer edges recorded\n";
     }
+    if (!hidden.empty()) {
+      text += hidden_note(hidden.size()) + "\n";
+    }
   } else if (format == "dot") {
-    text = dot_text(edges);
+    text = dot_text(edges, hidden.size());
   } else if (format == "mermaid") {
     std::map<std::string, std::string> ids;
     auto id = [&](const std::string& node) {
@@ -229,28 +260,37 @@ run(const Args& args, Context& context, Prepared& prepared)
       return it->second;
     };
     text = "graph LR\n";
+    if (!hidden.empty()) {
+      text += "  %% " + hidden_note(hidden.size()) + "\n";
+    }
     for (const auto& [edge, names] : edges) {
       const std::string from = id(edge.from);
       const std::string to = id(edge.to);
       text += "  " + from + " -->|" + mermaid_quoted(joined(names)) + "| " + to + "\n";
     }
   } else if (format == "json") {
-    text = dump_json(graph_json(edges));
+    text = dump_json(graph_json(edges, hidden.size()));
   } else if (format == "svg") {
     if (!dot) {
       print_error(context, k_no_dot);
       return k_exit_failure;
     }
-    auto svg = graphviz_svg(*dot, dot_text(edges), context);
+    auto svg = graphviz_svg(*dot, dot_text(edges, hidden.size()), context);
     if (!svg) {
       print_error(context, "graph: " + svg.error().message);
       return k_exit_failure;
     }
     text = std::move(*svg);
   } else {
-    GraphPage page{prepared.store->location(), project, per_target, graph_json(edges), std::nullopt, {}};
+    GraphPage page{prepared.store->location(), project, per_target, graph_json(edges, hidden.size()), std::nullopt, {}};
+    if (!everything) {
+      // Every unproduced file: the page counts those its tables would show.
+      for (auto& [consumer, digests] : all->unproduced) {
+        page.hidden.merge(digests);
+      }
+    }
     if (dot) {
-      auto svg = graphviz_svg(*dot, dot_text(edges), context);
+      auto svg = graphviz_svg(*dot, dot_text(edges, hidden.size()), context);
       if (svg) {
         page.svg = std::move(*svg);
       } else {
@@ -279,7 +319,7 @@ run(const Args& args, Context& context, Prepared& prepared)
 
 extern const Command k_graph_command{
   .name = "graph",
-  .synopsis = "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--output FILE]",
+  .synopsis = "[--format text|dot|mermaid|json|svg|html] [--project P] [--artifacts] [--all] [--output FILE]",
   .summary = "the producer -> consumer graph between projects (or targets)",
   .options = k_options,
   .run = run,

@@ -3,6 +3,7 @@
 #include <fingerprint/cmd/assets/graph.js.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/cmd/graph_html.hpp>
+#include <fingerprint/query/inputs.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -128,9 +129,13 @@ human_size(uint64_t bytes)
 
 // With --project, the page keeps the artifacts that project produced or
 // consumed (and what they were installed from), with every event about
-// them: who else made or read them is the point of the page.
+// them: who else made or read them is the point of the page. Of those,
+// the `hidden` ones are left out and counted in `left_out`.
 std::vector<const store::Event*>
-page_events(const std::vector<store::Event>& events, const std::optional<std::string>& project)
+page_events(const std::vector<store::Event>& events,
+            const std::optional<std::string>& project,
+            const std::set<std::string>& hidden,
+            size_t& left_out)
 {
   std::set<std::string> digests;
   for (const auto& event : events) {
@@ -142,6 +147,10 @@ page_events(const std::vector<store::Event>& events, const std::optional<std::st
     if (event.event == store::EventKind::installed && digests.contains(event.digest)) {
       digests.insert(event.from);
     }
+  }
+  left_out = 0;
+  for (const auto& digest : hidden) {
+    left_out += digests.erase(digest);
   }
   std::vector<const store::Event*> kept;
   for (const auto& event : events) {
@@ -164,14 +173,19 @@ td_digest(const std::string& digest)
   return "<td class=\"digest\"><code title=\"" + html(digest) + "\">" + html(digest) + "</code></td>";
 }
 
+// `note`: HTML to say under the caption.
 std::string
 table(std::string_view id,
       std::string_view caption,
       std::initializer_list<std::string_view> heads,
-      const std::vector<std::string>& rows)
+      const std::vector<std::string>& rows,
+      std::string_view note = {})
 {
-  std::string text = "<section><h2>" + std::string(caption) + " (" + std::to_string(rows.size())
-                     + ")</h2>\n<table id=\"" + std::string(id) + "\"><thead><tr>";
+  std::string text = "<section><h2>" + std::string(caption) + " (" + std::to_string(rows.size()) + ")</h2>\n";
+  if (!note.empty()) {
+    text += "<p class=\"note\" id=\"" + std::string(id) + "-note\">" + std::string(note) + "</p>\n";
+  }
+  text += "<table id=\"" + std::string(id) + "\"><thead><tr>";
   for (const auto head : heads) {
     text += "<th>" + std::string(head) + "</th>";
   }
@@ -189,7 +203,8 @@ table(std::string_view id,
 std::string
 graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
 {
-  const std::vector<const store::Event*> events = page_events(all_events, page.project);
+  size_t hidden = 0;
+  const std::vector<const store::Event*> events = page_events(all_events, page.project, page.hidden, hidden);
   struct Artifact
   {
     std::string name;
@@ -225,16 +240,18 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
   std::vector<std::string> consumer_rows;
   // A build that links a target twice (a re-run under the same build id)
   // records it twice: one row per artifact and build, the first time kept.
-  std::set<std::tuple<store::EventKind, std::string, std::string, std::string, std::string, std::string>> seen;
+  std::set<std::tuple<store::EventKind, std::string, std::string, std::string, std::string, std::string, std::string>>
+    seen;
   for (const store::Event* event : events) {
-    if (!seen.emplace(event->event, event->digest, event->project, event->target, event->build, event->product)
+    const std::string role = event->event == store::EventKind::consumed ? query::role_of(*event) : std::string();
+    if (!seen.emplace(event->event, event->digest, event->project, event->target, event->build, event->product, role)
            .second) {
       continue;
     }
     std::string row;
     if (event->event == store::EventKind::consumed) {
       row = "<tr>" + td(name_of(event->digest)) + td(event->project) + td(event->target) + td(event->build)
-            + td(name_of(event->product)) + td(event->time) + "</tr>\n";
+            + td(name_of(event->product)) + td(role) + td(event->time) + "</tr>\n";
     } else {
       row = "<tr>" + td(name_of(event->digest)) + td(std::string(store::event_kind_name(event->event)))
             + td(event->project) + td(event->target) + td(event->build) + td(event->host) + td(event->time) + "</tr>\n";
@@ -251,12 +268,20 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
     graph += "<p class=\"note\">" + html(page.layout_note) + "</p>\n";
   }
   std::string tables;
-  tables +=
-    table("artifacts", "Artifacts", {"Name", "Path", "Digest", "Size", "Produced by", "Consumed by"}, artifact_rows);
+  const std::string hidden_note =
+    hidden == 0 ? std::string()
+                : std::to_string(hidden) + (hidden == 1 ? " toolchain/system file" : " toolchain/system files")
+                    + " hidden: no fingerprinted build produced " + (hidden == 1 ? "it" : "them")
+                    + " (<code>fingerprint graph --all</code> shows them).";
+  tables += table("artifacts",
+                  "Artifacts",
+                  {"Name", "Path", "Digest", "Size", "Produced by", "Consumed by"},
+                  artifact_rows,
+                  hidden_note);
   tables +=
     table("producers", "Producers", {"Artifact", "Event", "Project", "Target", "Build", "Host", "Time"}, producer_rows);
-  tables +=
-    table("consumers", "Consumers", {"Artifact", "Project", "Target", "Build", "To produce", "Time"}, consumer_rows);
+  tables += table(
+    "consumers", "Consumers", {"Artifact", "Project", "Target", "Build", "To produce", "Role", "Time"}, consumer_rows);
 
   const std::string title = html("fingerprint graph" + (page.project ? " of " + *page.project : std::string()));
   // The script is the page's behaviour: the search box (also set by a

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct GraphPage
   nlohmann::ordered_json graph;   // as --format json prints it: {"edges": [...], "nodes": [...]}
   std::optional<std::string> svg; // dot's; without it the page lays the graph out itself
   std::string layout_note;        // why it did
+  // Digests of the files left out of the tables (no fingerprinted build
+  // produced them; graph --all keeps them): the artifact table says how
+  // many of those it would have shown.
+  std::set<std::string> hidden;
 };
 
 // The page for `page`, its tables from `events` (the build index).

@@ -1,6 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/digest/hasher.hpp>
+#include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/query/index.hpp>
 #include <fingerprint/store/artifact_record.hpp>
@@ -9,6 +11,8 @@
 #include <exception>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 #include <sys/stat.h>
 
 namespace fingerprint::cmd {
@@ -18,6 +22,8 @@ namespace {
 constexpr OptionSpec k_options[] = {
   {"project", OptionKind::value, "P", "the project being installed; required"},
   {"build-dir", OptionKind::value, "D", "the build tree the files were installed from; required"},
+  {"source-dir", OptionKind::value, "DIR", "the project's source tree, where installed copies of sources are found"},
+  {"version", OptionKind::value, "V", "the project's version"},
   {"required", OptionKind::flag, {}, "exit 1 when recording fails (else warn and exit 0)"},
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
 };
@@ -53,6 +59,32 @@ produced_origins(const store::Store& store, const std::string& project, const st
   return origins;
 }
 
+// Every regular file below `roots`, by name, for finding what an installed
+// copy was copied from; the build system's own files are left out.
+std::multimap<std::string, std::string>
+files_by_name(const std::vector<std::string>& roots, const std::set<std::string>& skip)
+{
+  namespace fs = std::filesystem;
+  std::multimap<std::string, std::string> found;
+  for (const auto& root : roots) {
+    std::error_code error;
+    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, error);
+    for (; !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (it->is_directory(error)) {
+        if (name == ".git" || name == "CMakeFiles" || skip.count(it->path().string()) != 0) {
+          it.disable_recursion_pending();
+        }
+        continue;
+      }
+      if (it->is_regular_file(error) && !it->is_symlink(error)) {
+        found.emplace(name, it->path().string());
+      }
+    }
+  }
+  return found;
+}
+
 Expected<size_t>
 record_installed(const Args& args, store::Store::Warnings& warnings)
 {
@@ -86,16 +118,63 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       continue;
     }
-    if (auto it = origins->by_name.find(base_name(path)); it != origins->by_name.end()) {
-      files.push_back(path);
-      from.push_back(&it->second);
-    }
+    auto it = origins->by_name.find(base_name(path));
+    files.push_back(path);
+    from.push_back(it != origins->by_name.end() ? &it->second : nullptr);
   }
   digest::DigestOptions options;
   options.algorithm = *algorithm;
   auto digests = digest::digest_files(files, options);
   const std::string prefix = std::string(digest::algorithm_name(*algorithm)) + ":";
   const std::string time = util::format_rfc3339(util::now_ns());
+
+  // Files no build step produced (headers, package files, data) are
+  // installed by the project as they are: each is linked to the source or
+  // build-tree file of the same name and bytes it was copied from. They
+  // belong to the tree's newest build, or to this install when it built
+  // nothing (a header-only library).
+  std::string newest_build;
+  std::string newest_time;
+  for (const auto& [name, event] : origins->by_name) {
+    if (event.time > newest_time) {
+      newest_time = event.time;
+      newest_build = event.build;
+    }
+  }
+  std::optional<std::multimap<std::string, std::string>> candidates;
+  digest::Hasher hasher(*algorithm);
+  auto copied_from = [&](const std::string& path, const digest::FileDigest& digest) -> std::string {
+    if (!candidates) {
+      std::vector<std::string> roots;
+      if (auto source_dir = args.value("source-dir")) {
+        roots.push_back(absolute_path(*source_dir));
+      }
+      roots.push_back(build_dir);
+      std::set<std::string> skip;
+      for (const auto& file : files) {
+        skip.insert(std::filesystem::path(file).parent_path().string()); // an install prefix inside a tree
+      }
+      candidates = files_by_name(roots, skip);
+    }
+    auto [begin, end] = candidates->equal_range(base_name(path));
+    for (auto it = begin; it != end; ++it) {
+      struct stat st
+      {};
+      if (it->second == path || ::stat(it->second.c_str(), &st) != 0
+          || static_cast<uint64_t>(st.st_size) != digest.size) {
+        continue;
+      }
+      auto opened = digest::open_regular_file(it->second);
+      if (!opened) {
+        continue;
+      }
+      if (auto hex = hasher.digest_open_file(*opened); hex && *hex == digest.hex) {
+        return it->second;
+      }
+    }
+    return {};
+  };
+
   std::vector<store::Event> events;
   for (size_t i = 0; i < files.size(); ++i) {
     if (!digests[i]) {
@@ -104,12 +183,34 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
     if (auto same = origins->by_digest.find(prefix + digests[i]->hex); same != origins->by_digest.end()) {
       from[i] = &same->second;
     }
-    store::Event event = *from[i];
+    store::Event event;
+    if (from[i] != nullptr) {
+      event = *from[i];
+      event.inputs.clear();
+      event.from = from[i]->digest;
+    } else {
+      if (newest_build.empty()) {
+        newest_build = hook::build_id_from_environment();
+        if (newest_build.empty()) {
+          auto counted = hook::build_id_from_invocation(build_dir);
+          if (!counted) {
+            return counted.error();
+          }
+          newest_build = *counted;
+        }
+      }
+      event.project = project;
+      event.version = args.value("version").value_or("");
+      event.target = "install";
+      event.build = newest_build;
+      event.build_dir = build_dir;
+      event.from = prefix + digests[i]->hex;
+      event.source = copied_from(files[i], *digests[i]);
+    }
     event.event = store::EventKind::installed;
     event.digest = prefix + digests[i]->hex;
     event.size = digests[i]->size;
     event.path = files[i];
-    event.from = from[i]->digest;
     event.host = hook::host_name();
     event.time = time;
     events.push_back(std::move(event));

@@ -43,6 +43,7 @@ table()
                                            &k_check_command,
                                            &k_launch_command,
                                            &k_compile_command,
+                                           &k_generate_command,
                                            &k_installed_command};
   return k_table;
 }

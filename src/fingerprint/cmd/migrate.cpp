@@ -57,12 +57,17 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
     out["events_read"] = report->events_read;
     out["events_copied"] = report->events_copied;
     out["events_present"] = report->events_present;
+    out["manifests_copied"] = report->manifests_copied;
+    out["manifests_present"] = report->manifests_present;
     write_out(context, dump_json(out));
   } else {
     write_out(context,
               "migrate: copied " + std::to_string(report->events_copied) + " of " + std::to_string(report->events_read)
                 + " events from " + std::to_string(report->logs) + " artifact logs in " + source->root() + " to "
-                + (*target)->location() + " (" + std::to_string(report->events_present) + " were already there)\n");
+                + (*target)->location() + " (" + std::to_string(report->events_present) + " were already there), and "
+                + std::to_string(report->manifests_copied) + " of "
+                + std::to_string(report->manifests_copied + report->manifests_present) + " input manifests ("
+                + std::to_string(report->manifests_present) + " were already there)\n");
   }
   return k_exit_ok;
 }

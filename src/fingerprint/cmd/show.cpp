@@ -1,7 +1,10 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/table.hpp>
+
+#include <set>
 
 namespace fingerprint::cmd {
 
@@ -9,9 +12,21 @@ namespace {
 
 constexpr OptionSpec k_options[] = {
   {"json", OptionKind::flag, {}, "print one JSON object"},
+  k_role_option,
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
 };
 
+std::string
+joined(const std::set<std::string>& names)
+{
+  std::string text;
+  for (const auto& name : names) {
+    text += (text.empty() ? "" : " or ") + name;
+  }
+  return text;
+}
+
+// A consumer's row has its ROLE after its TARGET.
 std::vector<std::string>
 event_row(const store::Event& event)
 {
@@ -19,28 +34,37 @@ event_row(const store::Event& event)
   if (!event.version.empty()) {
     what += " " + event.version;
   }
-  return {what, event.target, event.build, event.host, human_time(event.time), display_path(event.build_dir)};
+  std::vector<std::string> row = {
+    what, event.target, event.build, event.host, human_time(event.time), display_path(event.build_dir)};
+  if (event.event == store::EventKind::consumed) {
+    row.insert(row.begin() + 2, query::role_of(event));
+  }
+  return row;
 }
 
+// `roles`: --role, which the consumers shown passed (empty: all of them).
 std::string
-human(const store::ArtifactRecord& record)
+human(const store::ArtifactRecord& record, const std::set<std::string>& roles)
 {
   std::string text = record.key.str() + "  " + std::to_string(record.size) + " bytes\n\nnames:\n";
   for (const auto& name : record.names) {
     text += "  " + display_path(name) + "\n";
   }
-  const std::vector<std::string> header = {"PROJECT", "TARGET", "BUILD", "HOST", "TIME", "BUILD DIR"};
-  auto section = [&](std::string_view title, const std::vector<store::Event>& events) {
+  auto section = [&](std::string_view title, const std::vector<store::Event>& events, bool consumers) {
     // Appended piece by piece: g++ 12 warns falsely (-Wrestrict) on
     // "literal" + std::string here.
     text += '\n';
     text += title;
     text += ":\n";
     if (events.empty()) {
-      text += "  (none recorded)\n";
+      text +=
+        consumers && !roles.empty() ? "  (none recorded with role " + joined(roles) + ")\n" : "  (none recorded)\n";
       return;
     }
-    std::vector<std::vector<std::string>> rows{header};
+    std::vector<std::vector<std::string>> rows{{"PROJECT", "TARGET", "BUILD", "HOST", "TIME", "BUILD DIR"}};
+    if (consumers) {
+      rows.front().insert(rows.front().begin() + 2, "ROLE");
+    }
     for (const auto& event : events) {
       rows.push_back(event_row(event));
       if (event.event == store::EventKind::installed) {
@@ -51,8 +75,8 @@ human(const store::ArtifactRecord& record)
     }
     text += util::format_table(rows, 2);
   };
-  section(record.producers.empty() ? "produced by (origin unknown)" : "produced by", record.producers);
-  section("consumed by", record.consumers);
+  section(record.producers.empty() ? "produced by (origin unknown)" : "produced by", record.producers, false);
+  section("consumed by", record.consumers, true);
   return text;
 }
 
@@ -65,32 +89,45 @@ json(const store::ArtifactRecord& record)
   object["names"] = record.names;
   object["producers"] = nlohmann::ordered_json::array();
   for (const auto& event : record.producers) {
-    object["producers"].push_back(event_json(event));
+    object["producers"].push_back(edge_json(event));
   }
   object["consumers"] = nlohmann::ordered_json::array();
   for (const auto& event : record.consumers) {
-    object["consumers"].push_back(event_json(event));
+    object["consumers"].push_back(edge_json(event));
   }
   return object;
 }
 
 int
+validate(const Args& args, Context& context)
+{
+  if (auto roles = role_filter(args); !roles) {
+    print_error(context, "show: " + roles.error().message);
+    return k_exit_usage;
+  }
+  return k_exit_ok;
+}
+
+int
 run(const Args& args, Context& context, Prepared& prepared)
 {
-  const store::ArtifactRecord& record = *prepared.artifact;
+  store::ArtifactRecord& record = *prepared.artifact;
   report_problems(context, prepared.store->location(), record.problems);
-  write_out(context, args.flag("json") ? dump_json(json(record)) : human(record));
+  const std::set<std::string> roles = role_filter(args).value();
+  std::erase_if(record.consumers, [&](const store::Event& event) { return !role_matches(roles, event); });
+  write_out(context, args.flag("json") ? dump_json(json(record)) : human(record, roles));
   return k_exit_ok;
 }
 
 } // namespace
 
 extern const Command k_show_command{.name = "show",
-                                    .synopsis = "[--json] FILE|DIGEST",
+                                    .synopsis = "[--json] [--role ROLE[,ROLE...]] FILE|DIGEST",
                                     .summary = "who produced an artifact, who consumed it, and its names",
                                     .options = k_options,
                                     .run = run,
                                     .needs = Needs::artifact,
-                                    .arity = k_one_artifact};
+                                    .arity = k_one_artifact,
+                                    .validate = validate};
 
 } // namespace fingerprint::cmd

@@ -110,6 +110,9 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   }
   std::string text = "sync: delivered " + plural(report.events, "event", "events") + " of "
                      + plural(report.delivered, "record call", "record calls") + " to " + (*opened)->location();
+  if (report.manifests > 0) {
+    text += ", and " + plural(report.manifests, "input manifest", "input manifests") + " it lacked";
+  }
   if (report.already > 0) {
     text += "; " + plural(report.already, "call was", "calls were")
             + " there already (a delivery cut short after its commit), removed from the journal";

@@ -2,9 +2,11 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/digest/engine.hpp>
 #include <fingerprint/query/index.hpp>
+#include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 
 #include <map>
+#include <set>
 #include <sys/stat.h>
 
 namespace fingerprint::cmd {
@@ -27,17 +29,31 @@ struct Verdict
 };
 
 // The newest event per path in the build index; with `build_dir`, only what
-// that build tree produced or installed.
+// that build tree produced or installed. Otherwise, of `wanted` (absolute
+// paths), also what a product's input manifest recorded them as: a file
+// that was only consumed is recorded there, as it was once by a consumed
+// event in the index.
 Expected<std::map<std::string, store::Event>>
-latest_by_path(const store::Store& store, const std::optional<std::string>& build_dir, Context& context)
+latest_by_path(const store::Store& store,
+               const std::optional<std::string>& build_dir,
+               const std::set<std::string>& wanted,
+               Context& context)
 {
   std::map<std::string, store::Event> latest;
   std::vector<store::LogProblem> problems;
+  query::ManifestInputs manifests(store);
   auto ok = query::for_each_indexed_event(
     store,
     [&](store::Event& event) {
       if (!build_dir || (event.build_dir == *build_dir && event.event != store::EventKind::consumed)) {
         query::keep_newest(latest, event.path, event);
+      }
+      if (!build_dir && !event.inputs.empty()) {
+        for (const store::Event& input : manifests.of(event, problems)) {
+          if (wanted.contains(input.path)) {
+            query::keep_newest(latest, input.path, input);
+          }
+        }
       }
     },
     problems);
@@ -55,7 +71,7 @@ to_json(const Verdict& verdict)
   put_path(object, "path", verdict.path);
   object["status"] = verdict.status;
   object["digest"] = verdict.digest.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(verdict.digest);
-  object["recorded"] = verdict.recorded ? event_json(*verdict.recorded) : nlohmann::ordered_json();
+  object["recorded"] = verdict.recorded ? edge_json(*verdict.recorded) : nlohmann::ordered_json();
   if (!verdict.error.empty()) {
     object["error"] = verdict.error;
   }
@@ -78,7 +94,11 @@ run(const Args& args, Context& context, Prepared& prepared)
   const auto build_dir = args.value("build-dir");
   int status = k_exit_ok;
   const std::optional<std::string> tree = build_dir ? std::optional(absolute_path(*build_dir)) : std::nullopt;
-  auto latest = latest_by_path(*prepared.store, tree, context);
+  std::set<std::string> wanted;
+  for (const auto& file : args.positional()) {
+    wanted.insert(absolute_path(file));
+  }
+  auto latest = latest_by_path(*prepared.store, tree, wanted, context);
   if (!latest) {
     print_error(context, latest.error().message);
     return k_exit_failure;

@@ -116,11 +116,16 @@ record(const RecordRequest& request,
       spool = std::move(*found);
     }
   }
+  // The manifest travels with the events that name it.
+  std::vector<store::SpooledManifest> manifests;
+  if (spool && manifest_key) {
+    manifests.emplace_back(*manifest_key, encoded_manifest);
+  }
   auto journal = [&](const Error& error) -> Expected<size_t> {
     if (!spool || !error.unavailable) {
       return error;
     }
-    auto spooled = spool->add(call, events);
+    auto spooled = spool->add(call, events, manifests);
     if (!spooled) {
       return Error{error.message + "; and the events could not be spooled: " + spooled.error().message};
     }
@@ -170,20 +175,30 @@ record(const RecordRequest& request,
     // journal, so that the store takes every call in the order it was made.
     // Appended directly only if it cannot be journaled.
     if (spool->has_waiting()) {
-      if (auto spooled = spool->add(call, events, false)) {
+      if (auto spooled = spool->add(call, events, manifests, false)) {
         return events.size();
       }
     }
   }
   store::Store::Warnings warnings;
+  bool manifest_was_there = false;
   if (manifest_key) {
     // Before the events that name it: a manifest the store has is whole.
     auto put = store->put_manifest(*manifest_key, encoded_manifest, manifest, &warnings);
     if (!put) {
       return journal(put.error());
     }
+    manifest_was_there = !*put;
   }
   auto appended = store->append_call(call, events, &warnings);
+  if (appended && manifest_was_there) {
+    // A gc may have removed it, left without users, after it was found: gc
+    // does so under the lock of the manifest's log, which the append waits
+    // for, so a manifest gone by now is stored again (store/gc.cpp).
+    if (auto again = store->put_manifest(*manifest_key, encoded_manifest, manifest, &warnings); !again) {
+      warnings.push_back(again.error().message);
+    }
+  }
   if (on_warning) {
     for (const auto& warning : warnings) {
       on_warning(warning);

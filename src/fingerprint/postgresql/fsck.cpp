@@ -38,6 +38,78 @@ checked_row(PGresult* rows, int row)
   return event;
 }
 
+// The manifests (fingerprint_manifests): each must decode, hash to its
+// name and agree with its rows of fingerprint_manifest_entries; and every
+// produced event's `inputs` must name one the store has. Nothing here is
+// repaired: a manifest is rebuilt from nothing else, and an event naming a
+// missing one still says what was produced.
+Expected<void>
+check_manifests(const Session& session, FsckReport& report)
+{
+  auto manifests =
+    session.run("checking the input manifests",
+                "SELECT m.digest, encode(m.bytes, 'hex'), coalesce((SELECT string_agg(x.role::text || ' ' || "
+                "x.input || ' ' || x.size || ' ' || encode(x.path, 'hex'), ' ' ORDER BY x.position) "
+                "FROM fingerprint_manifest_entries x WHERE x.manifest = m.id), '') "
+                "FROM fingerprint_manifests m ORDER BY m.id");
+  if (!manifests) {
+    return manifests.error();
+  }
+  PGresult* rows = manifests->get();
+  for (int row = 0; row < PQntuples(rows); ++row) {
+    ++report.manifests;
+    const std::string digest = PQgetvalue(rows, row, 0);
+    auto finding = [&](const std::string& problem) {
+      report.findings.push_back(
+        {"fingerprint_manifests", 0, "input manifest " + digest + ": " + problem, FsckKind::damage, {}});
+    };
+    auto key = parse_digest_key(digest);
+    if (!key) {
+      finding(key.error().message);
+      continue;
+    }
+    auto bytes = postgresql::bytes_of_hex(PQgetvalue(rows, row, 1));
+    auto manifest = bytes ? decode_manifest(*bytes, "its bytes") : Expected<Manifest>(Error{"its bytes do not read"});
+    if (!manifest) {
+      finding(manifest.error().message);
+      continue;
+    }
+    auto named = manifest_key(key->algorithm, *bytes);
+    if (!named) {
+      return named.error();
+    }
+    if (manifest->algorithm != key->algorithm || *named != *key) {
+      finding("its bytes hash to " + named->str() + ", not to its name");
+      continue;
+    }
+    std::string expected;
+    const std::string prefix = std::string(digest::algorithm_name(key->algorithm)) + ":";
+    for (const ManifestEntry& entry : manifest->entries) {
+      expected += (expected.empty() ? "" : " ") + std::string(1, static_cast<char>(entry.role)) + " " + prefix
+                  + entry.hex + " " + std::to_string(entry.size) + " " + postgresql::hex_of(entry.path);
+    }
+    if (expected != PQgetvalue(rows, row, 2)) {
+      finding("its rows of fingerprint_manifest_entries disagree with its bytes");
+    }
+  }
+  // Only a store written by this schema holds produced events with inputs.
+  auto missing = session.run("checking the input manifests",
+                             "SELECT e.id, e.inputs FROM fingerprint_events e WHERE e.inputs <> '' AND NOT EXISTS "
+                             "(SELECT FROM fingerprint_manifests m WHERE m.digest = e.inputs) ORDER BY e.id");
+  if (!missing) {
+    return missing.error();
+  }
+  for (int row = 0; row < PQntuples(missing->get()); ++row) {
+    report.findings.push_back(
+      {"fingerprint_events",
+       std::stoul(PQgetvalue(missing->get(), row, 0)),
+       std::string("names input manifest ") + PQgetvalue(missing->get(), row, 1) + ", which the store does not have",
+       FsckKind::damage,
+       {}});
+  }
+  return {};
+}
+
 } // namespace
 
 Expected<FsckReport>
@@ -48,9 +120,9 @@ PostgresStore::fsck(const FsckOptions& options) const
     return report;
   }
   const Session session(m_connection->conn, m_location);
-  // Columns 0-4, then the event columns (checked_row).
-  const std::string select =
-    "SELECT id, log, indexed, line, logged, " + postgresql::event_columns() + " FROM fingerprint_events ORDER BY id";
+  // Columns 0-4, then the event columns (checked_row), then `listed`.
+  const std::string select = "SELECT id, log, indexed, line, logged, " + postgresql::event_columns()
+                             + ", listed FROM fingerprint_events ORDER BY id";
   auto result = session.run("checking the events", select.c_str());
   if (!result) {
     return result.error();
@@ -83,12 +155,20 @@ PostgresStore::fsck(const FsckOptions& options) const
       indexes.emplace(event->project, event->build);
       report.events += 1;
     }
+    // In its manifest's log too, which a directory store counts as a log.
+    if (std::string_view(PQgetvalue(rows, row, PQnfields(rows) - 1)) == "t" && !event->inputs.empty()) {
+      logs.insert(event->inputs);
+      report.events += 1;
+    }
     if (options.progress && (row + 1) % 1000 == 0) {
       options.progress(static_cast<size_t>(row + 1), static_cast<size_t>(count));
     }
   }
   report.logs = logs.size();
   report.build_indexes = indexes.size();
+  if (auto checked = check_manifests(session, report); !checked) {
+    return checked.error();
+  }
   if (options.repair && !bad_ids.empty()) {
     auto moved = session.transaction("setting damaged rows aside", [&]() -> Expected<void> {
       auto copied = session.run("setting damaged rows aside",

@@ -28,13 +28,15 @@ contents_of(const Result& result)
   return contents;
 }
 
-// The rows of one artifact's log, in order: (id, line).
+// The rows of one artifact's log, in order: (id, line). An input
+// manifest's log is its users (the directory store appends each to it too).
 Expected<Result>
 log_rows(const Session& session, const DigestKey& key)
 {
-  return session.run("reading the log of " + key.str(),
-                     "SELECT id, line FROM fingerprint_events WHERE log = $1 AND logged ORDER BY id",
-                     {key.str()});
+  return session.run(
+    "reading the log of " + key.str(),
+    "SELECT id, line FROM fingerprint_events WHERE (log = $1 AND logged) OR (inputs = $1 AND listed) ORDER BY id",
+    {key.str()});
 }
 
 } // namespace
@@ -323,12 +325,15 @@ remove_rows(const Session& session,
     outcome.removed = outcome.events_after == 0;
     if (!dry_run && !ids.empty()) {
       // Out of this log or index; a row in neither holds nothing any more.
-      if (auto left = session.run(what, leave, {postgresql::text_array(ids)}); !left) {
+      std::vector<std::string> leave_params = {postgresql::text_array(ids)};
+      leave_params.insert(leave_params.end(), params.begin(), params.end());
+      if (auto left = session.run(what, leave, leave_params); !left) {
         return left.error();
       }
       if (auto gone =
             session.run(what,
-                        "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[]) AND NOT logged AND NOT indexed",
+                        "DELETE FROM fingerprint_events WHERE id = ANY($1::bigint[]) AND NOT logged AND NOT indexed "
+                        "AND NOT listed",
                         {postgresql::text_array(ids)});
           !gone) {
         return gone.error();
@@ -348,8 +353,11 @@ PostgresStore::remove_events(const DigestKey& key, const EventFilter& drop, bool
   }
   return remove_rows(Session(m_connection->conn, m_location),
                      m_location + ": the log of " + key.str(),
-                     "SELECT id, line FROM fingerprint_events WHERE log = $1 AND logged ORDER BY id FOR UPDATE",
-                     "UPDATE fingerprint_events SET logged = false WHERE id = ANY($1::bigint[])",
+                     "SELECT id, line FROM fingerprint_events WHERE (log = $1 AND logged) OR (inputs = $1 AND "
+                     "listed) ORDER BY id FOR UPDATE",
+                     // An input manifest's log is its users' rows (`listed`).
+                     "UPDATE fingerprint_events SET logged = logged AND log <> $2, listed = listed AND inputs <> $2 "
+                     "WHERE id = ANY($1::bigint[])",
                      {key.str()},
                      drop,
                      dry_run);
@@ -365,7 +373,8 @@ PostgresStore::remove_build_events(const BuildRef& build, const EventFilter& dro
                      m_location + ": build " + build.build + " of " + build.project,
                      "SELECT id, line FROM fingerprint_events WHERE indexed AND project = $1 AND build = $2 "
                      "ORDER BY id FOR UPDATE",
-                     "UPDATE fingerprint_events SET indexed = false WHERE id = ANY($1::bigint[])",
+                     "UPDATE fingerprint_events SET indexed = false WHERE id = ANY($1::bigint[]) AND project = $2 "
+                     "AND build = $3",
                      {build.project, build.build},
                      drop,
                      dry_run);

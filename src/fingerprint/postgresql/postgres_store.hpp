@@ -17,14 +17,17 @@ void enable_postgresql();
 // refused, so a table that older runners never touch (fingerprint_calls) is
 // no new version: it is made on first use (schema.cpp), and an older runner
 // still writes beside a newer one during a rolling upgrade.
-inline constexpr int k_schema_version = 1;
+inline constexpr int k_schema_version = 2;
 
 // The PostgreSQL store: one row per event and log, through libpq.
 //
 // Each row keeps the event's line exactly as the directory store writes it,
 // beside the columns the queries use (the log it is in, the build, the
-// consumer's product), so both backends read the same events back through
-// the same parser. One connection per process; every call is one statement
+// consumer's product, a product's input manifest), so both backends read
+// the same events back through the same parser. Input manifests are rows of
+// their own (manifests.cpp); a manifest's "log" (its users, which a
+// directory store appends to it) is the produced events whose `inputs`
+// column names it. One connection per process; every call is one statement
 // or one transaction, so a `record` lands whole or not at all.
 class PostgresStore final : public Store
 {
@@ -50,6 +53,13 @@ public:
                              Warnings* warnings = nullptr) const override;
   Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const override;
   Expected<LogContents> read_log(const DigestKey& key) const override;
+  Expected<bool> put_manifest(const DigestKey& key,
+                              const std::string& encoded,
+                              const Manifest& manifest,
+                              Warnings* warnings = nullptr) const override;
+  Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const override;
+  Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
+                                                        std::vector<LogProblem>& problems) const override;
   Expected<std::string> read_raw_log(const DigestKey& key) const override;
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;

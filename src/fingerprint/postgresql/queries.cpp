@@ -3,53 +3,227 @@
 #include <fingerprint/postgresql/session.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 
 // The walks over consumers and installed copies: one recursive query for
-// every log a walk may read, then the walk itself in memory.
+// every log a walk may read, and every manifest entry and manifest user it
+// may meet, then the walk itself in memory.
 
 namespace fingerprint::store {
 
+using postgresql::Result;
 using postgresql::Session;
 
 namespace {
 
-// Every log reachable from `start` through installed copies and (when
-// `follow_consumers`) consumers' products, in one recursive query: the
-// walks then read from memory, in the same order as on the directory store.
-Expected<std::map<std::string, LogContents>>
-reachable_logs(const Session& session, const DigestKey& start, bool follow_consumers)
+// What a walk from one artifact may read, fetched at once.
+struct Reachable
 {
-  auto result = session.run("following consumers of " + start.str(),
-                            R"sql(
+  Result result{nullptr, &PQclear};
+  std::map<std::string, LogContents> logs;                     // artifact -> its log
+  std::map<std::string, std::pair<int, int>> uses;             // input -> its rows [first, last) of entries
+  std::map<std::string, std::vector<ManifestEntry>> manifests; // manifest -> its entries fetched, in order
+  std::map<std::string, LogContents> users;                    // manifest -> the produced events made from it
+};
+
+// Rows: (tag, key, id, position, a, b, c, d), ordered by the first four.
+//   'e' an event of a log reached: key = the log, a = its line
+//   'x' an entry listing an artifact reached: key = the input, id = the
+//       manifest's id (the order manifests were stored in), a = the
+//       manifest's digest, b = role code, c = size, d = path (hex)
+//   'u' a user of such a manifest: key = the manifest, a = its line
+// Reached: the start, its installed copies, and (when `follow_consumers`)
+// consumers' products, whether by a consumed event or as a manifest's user.
+constexpr const char* k_reachable = R"sql(
 WITH RECURSIVE reach(log) AS (
     SELECT $1::text
   UNION
-    SELECT CASE WHEN e.kind = 'consumed' THEN e.product ELSE e.digest END
-    FROM fingerprint_events e JOIN reach r ON e.log = r.log AND e.logged
-    WHERE (e.kind = 'consumed' AND $2::boolean)
-       OR (e.kind = 'installed' AND e.digest <> e.log AND e.from_digest = e.log)
+    SELECT n.next FROM reach r CROSS JOIN LATERAL (
+        SELECT CASE WHEN e.kind = 'consumed' THEN e.product ELSE e.digest END
+        FROM fingerprint_events e
+        WHERE e.log = r.log AND e.logged
+          AND ((e.kind = 'consumed' AND $2::boolean)
+            OR (e.kind = 'installed' AND e.digest <> e.log AND e.from_digest = e.log))
+      UNION ALL
+        SELECT u.digest
+        FROM fingerprint_manifest_entries x
+        JOIN fingerprint_manifests m ON m.id = x.manifest
+        JOIN fingerprint_events u ON u.inputs = m.digest AND u.listed AND u.kind = 'produced'
+        WHERE x.input = r.log AND $2::boolean
+    ) AS n(next)
+), entries AS MATERIALIZED (
+  SELECT x.input, x.manifest, x.position, m.digest, x.role, x.size, x.path
+  FROM reach r
+  JOIN fingerprint_manifest_entries x ON x.input = r.log
+  JOIN fingerprint_manifests m ON m.id = x.manifest
 )
-SELECT e.log, e.id, e.line FROM fingerprint_events e JOIN reach r ON e.log = r.log AND e.logged
-ORDER BY e.log, e.id)sql",
-                            {start.str(), follow_consumers ? "true" : "false"});
+SELECT 'e', e.log, e.id, 0, e.line, NULL::text, NULL::text, NULL::text
+FROM fingerprint_events e JOIN reach r ON e.log = r.log AND e.logged
+UNION ALL
+SELECT 'u', u.inputs, u.id, 0, u.line, NULL, NULL, NULL
+FROM (SELECT DISTINCT digest FROM entries) d
+JOIN fingerprint_events u ON u.inputs = d.digest AND u.listed AND u.kind = 'produced'
+UNION ALL
+SELECT 'x', x.input, x.manifest, x.position, x.digest, x.role::text, x.size::text, encode(x.path, 'hex')
+FROM entries x
+ORDER BY 1, 2, 3, 4)sql";
+
+Expected<Reachable>
+reachable(const Session& session, const DigestKey& start, bool follow_consumers)
+{
+  auto result = session.run(
+    "following consumers of " + start.str(), k_reachable, {start.str(), follow_consumers ? "true" : "false"});
   if (!result) {
     return result.error();
   }
-  std::map<std::string, LogContents> logs;
-  for (int row = 0; row < PQntuples(result->get()); ++row) {
-    postgresql::parse_row(
-      PQgetvalue(result->get(), row, 1), PQgetvalue(result->get(), row, 2), logs[PQgetvalue(result->get(), row, 0)]);
+  Reachable reached;
+  reached.result = std::move(*result);
+  PGresult* rows = reached.result.get();
+  std::map<std::string, std::vector<std::pair<int, ManifestEntry>>> entries;
+  for (int row = 0; row < PQntuples(rows); ++row) {
+    const char tag = *PQgetvalue(rows, row, 0);
+    const char* key = PQgetvalue(rows, row, 1);
+    if (tag == 'e' || tag == 'u') {
+      postgresql::parse_row(
+        PQgetvalue(rows, row, 2), PQgetvalue(rows, row, 4), (tag == 'e' ? reached.logs : reached.users)[key]);
+      continue;
+    }
+    auto [at, first] = reached.uses.try_emplace(key, row, row + 1);
+    at->second.second = row + 1;
+    const auto input = parse_digest_key(key);
+    auto path = postgresql::bytes_of_hex(PQgetvalue(rows, row, 7));
+    const auto role = role_of_code(*PQgetvalue(rows, row, 5));
+    if (!input || !path || !role) {
+      continue; // manifest_uses() reports it
+    }
+    ManifestEntry entry{*role, input->hex, std::strtoull(PQgetvalue(rows, row, 6), nullptr, 10), std::move(*path)};
+    entries[PQgetvalue(rows, row, 4)].emplace_back(std::atoi(PQgetvalue(rows, row, 3)), std::move(entry));
   }
-  return logs;
+  for (auto& [manifest, listed] : entries) {
+    std::sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto& into = reached.manifests[manifest];
+    for (auto& [position, entry] : listed) {
+      into.push_back(std::move(entry));
+    }
+  }
+  return reached;
 }
 
-RecordLoader
-loader_of(const std::map<std::string, LogContents>& logs)
+// The manifests of a walk's rows as a store, so that add_manifest_consumers
+// (artifact_record.hpp) makes the same events from them as from a store
+// read one manifest at a time. Holds the entries that list artifacts of the
+// walk, not whole manifests: those are all the walk looks at.
+class ReachableManifests final : public Store
 {
-  return [&logs](const DigestKey& key) -> Expected<ArtifactRecord> {
-    auto found = logs.find(key.str());
-    return fold_record(key, found == logs.end() ? LogContents{} : found->second);
+public:
+  ReachableManifests(const Store& store, const Reachable& reached)
+    : m_store(store)
+    , m_reached(reached)
+  {
+  }
+
+  Expected<std::optional<Manifest>>
+  read_manifest(const DigestKey& key) const override
+  {
+    auto found = m_reached.manifests.find(key.str());
+    if (found == m_reached.manifests.end()) {
+      return std::optional<Manifest>();
+    }
+    return std::optional<Manifest>(Manifest{key.algorithm, found->second});
+  }
+
+  Expected<std::vector<ManifestUse>>
+  find_manifest_uses(const DigestKey& input, std::vector<LogProblem>& problems) const override
+  {
+    auto found = m_reached.uses.find(input.str());
+    if (found == m_reached.uses.end()) {
+      return std::vector<ManifestUse>();
+    }
+    return postgresql::manifest_uses(m_reached.result, found->second.first, found->second.second, 4, problems);
+  }
+
+  // Nothing else is asked of it.
+  const std::string&
+  location() const override
+  {
+    return m_store.location();
+  }
+  Expected<void>
+  append(const std::vector<Event>&, Warnings*) const override
+  {
+    return refused();
+  }
+  Expected<void>
+  append_link(const DigestKey&, const Event&, Warnings*) const override
+  {
+    return refused();
+  }
+  Expected<LogContents>
+  read_log(const DigestKey&) const override
+  {
+    return refused();
+  }
+  Expected<std::string>
+  read_raw_log(const DigestKey&) const override
+  {
+    return refused();
+  }
+  Expected<std::vector<BuildRef>>
+  list_builds() const override
+  {
+    return refused();
+  }
+  Expected<LogContents>
+  read_build(const BuildRef&) const override
+  {
+    return refused();
+  }
+  Expected<CompactionResult>
+  remove_events(const DigestKey&, const EventFilter&, bool) const override
+  {
+    return refused();
+  }
+  Expected<CompactionResult>
+  remove_build_events(const BuildRef&, const EventFilter&, bool) const override
+  {
+    return refused();
+  }
+  Expected<FsckReport>
+  fsck(const FsckOptions&) const override
+  {
+    return refused();
+  }
+
+private:
+  Error
+  refused() const
+  {
+    return Error{m_store.location() + ": not part of a consumer walk"};
+  }
+
+  const Store& m_store;
+  const Reachable& m_reached;
+};
+
+// load_record() from the rows fetched.
+RecordLoader
+loader_of(const Store& store, const Reachable& reached)
+{
+  return [&store, &reached](const DigestKey& key) -> Expected<ArtifactRecord> {
+    auto found = reached.logs.find(key.str());
+    ArtifactRecord record = fold_record(key, found == reached.logs.end() ? LogContents{} : found->second);
+    const ReachableManifests manifests(store, reached);
+    auto added =
+      add_manifest_consumers(manifests, record, [&reached](const DigestKey& manifest) -> Expected<std::vector<Event>> {
+        auto users = reached.users.find(manifest.str());
+        return fold_record(manifest, users == reached.users.end() ? LogContents{} : users->second).manifest_users;
+      });
+    if (!added) {
+      return added.error();
+    }
+    return record;
   };
 }
 
@@ -61,11 +235,11 @@ PostgresStore::find_consumers(const DigestKey& key, bool transitive, std::vector
   if (!m_has_schema) {
     return std::vector<ConsumerHit>{};
   }
-  auto logs = reachable_logs(Session(m_connection->conn, m_location), key, transitive);
-  if (!logs) {
-    return logs.error();
+  auto reached = reachable(Session(m_connection->conn, m_location), key, transitive);
+  if (!reached) {
+    return reached.error();
   }
-  return walk_consumers(loader_of(*logs), key, transitive, problems);
+  return walk_consumers(loader_of(*this, *reached), key, transitive, problems);
 }
 
 Expected<std::vector<Event>>
@@ -74,11 +248,11 @@ PostgresStore::find_chain(const DigestKey& from, const DigestKey& to, std::vecto
   if (!m_has_schema) {
     return std::vector<Event>{};
   }
-  auto logs = reachable_logs(Session(m_connection->conn, m_location), from, true);
-  if (!logs) {
-    return logs.error();
+  auto reached = reachable(Session(m_connection->conn, m_location), from, true);
+  if (!reached) {
+    return reached.error();
   }
-  return walk_chain(loader_of(*logs), from, to, problems);
+  return walk_chain(loader_of(*this, *reached), from, to, problems);
 }
 
 } // namespace fingerprint::store

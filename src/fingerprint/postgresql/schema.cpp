@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 namespace fingerprint::store::postgresql {
 
@@ -43,6 +44,37 @@ CREATE TABLE fingerprint_quarantine (
   problem text NOT NULL,
   moved timestamptz NOT NULL DEFAULT now()
 );
+)sql",
+  // 2: input manifests (store/manifest.hpp), and the produced events that
+  // name theirs. Nothing is rewritten: the column's default is what rows
+  // written before it hold (no manifest), and only new rows are indexed.
+  R"sql(
+CREATE TABLE fingerprint_manifests (
+  digest text COLLATE "C" PRIMARY KEY, -- its name: "sha256:<hex>" of `bytes`
+  id bigserial UNIQUE NOT NULL,        -- the order they were stored in (the directory's reverse index order)
+  algorithm text NOT NULL,
+  bytes bytea NOT NULL                 -- encode(): what its digest is of
+);
+-- The manifests' entries, one row each: the reverse index (which manifests
+-- list an input, with what role), and what a consumer query reports of an
+-- entry, without reading whole manifests (a system header is in thousands).
+CREATE TABLE fingerprint_manifest_entries (
+  manifest bigint NOT NULL REFERENCES fingerprint_manifests (id) ON DELETE CASCADE,
+  position integer NOT NULL,    -- in the manifest's order
+  input text COLLATE "C" NOT NULL, -- "sha256:<hex>"
+  role "char" NOT NULL,         -- l(ink), c(ompile), i(nterface), d(eclared)
+  size bigint NOT NULL,
+  path bytea NOT NULL,          -- exact bytes (not always UTF-8)
+  PRIMARY KEY (manifest, position)
+);
+CREATE INDEX fingerprint_manifest_entries_by_input ON fingerprint_manifest_entries (input, manifest, position);
+ALTER TABLE fingerprint_events ADD COLUMN inputs text COLLATE "C" NOT NULL DEFAULT ''; -- produced: its manifest
+-- In the log of its input manifest (`inputs`), as a directory store appends
+-- it there too: the manifest's users, which gc removes from that log as
+-- from the others (a row in none of its three places holds nothing).
+ALTER TABLE fingerprint_events ADD COLUMN listed boolean NOT NULL DEFAULT false;
+-- The users of a manifest (the products made from those inputs): its consumers.
+CREATE INDEX fingerprint_events_by_inputs ON fingerprint_events (inputs, id) WHERE listed;
 )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -126,6 +158,12 @@ ensure_schema(const Session& session, Access access)
   });
 }
 
+const char*
+migration_sql(int version)
+{
+  return version >= 1 && version <= k_schema_version ? k_migrations[version - 1] : "";
+}
+
 std::string
 column_value(const Event& event, const EventField& field)
 {
@@ -204,9 +242,11 @@ insert_statement()
     }
   }
   casts += ", $" + std::to_string(++parameter) + "::text[]";
-  return "INSERT INTO fingerprint_events (log, logged, indexed, " + event_columns()
-         + ", line)\nSELECT log, true, indexed, " + event_columns() + ", line\nFROM unnest(" + casts
-         + ") AS r(log, indexed, " + event_columns() + ", line)";
+  // Only the row in the product's own log is in its manifest's log too (an
+  // installed copy's link names none).
+  return "INSERT INTO fingerprint_events (log, logged, indexed, listed, " + event_columns()
+         + ", line)\nSELECT log, true, indexed, inputs <> '' AND log = digest, " + event_columns()
+         + ", line\nFROM unnest(" + casts + ") AS r(log, indexed, " + event_columns() + ", line)";
 }
 
 } // namespace
@@ -300,6 +340,91 @@ Rows::insert(const Session& session, std::string_view what) const
     return inserted.error();
   }
   return {};
+}
+
+std::vector<ManifestUse>
+manifest_uses(const Result& result, int first, int last, int column, std::vector<LogProblem>& problems)
+{
+  std::vector<ManifestUse> uses;
+  std::set<std::pair<std::string, char>> seen;
+  for (int row = first; row < last; ++row) {
+    const std::string digest = PQgetvalue(result.get(), row, column);
+    const char code = *PQgetvalue(result.get(), row, column + 1);
+    auto key = parse_digest_key(digest);
+    const auto role = role_of_code(code);
+    if (!key || !role) {
+      problems.push_back({"fingerprint_manifest_entries",
+                          0,
+                          "input manifest '" + digest + "': " + (key ? "unknown role" : key.error().message)});
+      continue;
+    }
+    if (seen.emplace(digest, code).second) {
+      uses.push_back({std::move(*key), *role});
+    }
+  }
+  return uses;
+}
+
+void
+ManifestRows::add(const DigestKey& key, const std::string& encoded, const Manifest& manifest)
+{
+  const std::string digest = key.str();
+  if (!m_added.insert(digest).second) {
+    return; // both copies would claim its entries
+  }
+  m_digest.push_back(digest);
+  m_algorithm.emplace_back(digest::algorithm_name(key.algorithm));
+  m_bytes.push_back(hex_of(encoded));
+  const std::string prefix = std::string(digest::algorithm_name(manifest.algorithm)) + ":";
+  for (size_t position = 0; position < manifest.entries.size(); ++position) {
+    const ManifestEntry& entry = manifest.entries[position];
+    m_entry_manifest.push_back(digest);
+    m_entry_position.push_back(std::to_string(position));
+    m_entry_input.push_back(prefix + entry.hex);
+    m_entry_role.emplace_back(1, static_cast<char>(entry.role));
+    m_entry_size.push_back(std::to_string(entry.size));
+    m_entry_path.push_back(hex_of(entry.path));
+  }
+}
+
+Expected<size_t>
+ManifestRows::insert(const Session& session, std::string_view what) const
+{
+  if (m_digest.empty()) {
+    return size_t{0};
+  }
+  // The entries go in only with a manifest this statement made: one that
+  // was there has its own. A second writer of the same manifest waits on
+  // the first's key, then finds it (ON CONFLICT DO NOTHING).
+  static constexpr const char* k_insert = R"sql(
+WITH made AS (
+  INSERT INTO fingerprint_manifests (digest, algorithm, bytes)
+  SELECT r.digest, r.algorithm, decode(r.bytes, 'hex') FROM unnest($1::text[], $2::text[], $3::text[]) AS r(digest, algorithm, bytes)
+  ON CONFLICT DO NOTHING
+  RETURNING digest, id
+), entries AS (
+  INSERT INTO fingerprint_manifest_entries (manifest, position, input, role, size, path)
+  SELECT made.id, r.position, r.input, r.role, r.size, decode(r.path, 'hex')
+  FROM unnest($4::text[], $5::integer[], $6::text[], $7::"char"[], $8::bigint[], $9::text[])
+    AS r(manifest, position, input, role, size, path)
+  JOIN made ON made.digest = r.manifest
+)
+SELECT count(*) FROM made)sql";
+  auto inserted = session.run(what,
+                              k_insert,
+                              {text_array(m_digest),
+                               text_array(m_algorithm),
+                               text_array(m_bytes),
+                               text_array(m_entry_manifest),
+                               text_array(m_entry_position),
+                               text_array(m_entry_input),
+                               text_array(m_entry_role),
+                               text_array(m_entry_size),
+                               text_array(m_entry_path)});
+  if (!inserted) {
+    return inserted.error();
+  }
+  return static_cast<size_t>(std::atoll(PQgetvalue(inserted->get(), 0, 0)));
 }
 
 } // namespace fingerprint::store::postgresql

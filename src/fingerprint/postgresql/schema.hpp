@@ -6,8 +6,10 @@
 
 #include <fingerprint/postgresql/session.hpp>
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/manifest.hpp>
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace fingerprint::store::postgresql {
@@ -23,6 +25,10 @@ inline constexpr int k_call_id_days = 30;
 
 // Creates or migrates the schema; false when reading a database without one.
 Expected<bool> ensure_schema(const Session& session, Access access);
+
+// The SQL of schema step `version` (1 creates version 1 from nothing), for
+// tests that make a database as an older runner left it.
+const char* migration_sql(int version);
 
 // A field's value as its column holds it.
 std::string column_value(const Event& event, const EventField& field);
@@ -68,6 +74,54 @@ private:
   std::vector<bool> m_indexed;
   std::vector<std::vector<std::string>> m_columns; // per column of event_columns()
   std::vector<std::string> m_line;
+};
+
+// The (manifest, role) pairs in rows [first, last) of `result`, whose
+// columns `column` and `column + 1` hold a manifest's digest and a role
+// code, each pair once, in row order (as a directory store's reverse index
+// reads); rows that do not read are appended to `problems`.
+std::vector<ManifestUse> manifest_uses(const Result& result,
+                                       int first,
+                                       int last,
+                                       int column,
+                                       std::vector<LogProblem>& problems);
+
+// Input manifests to store (fingerprint_manifests and their entries), each
+// unless the database has it.
+class ManifestRows
+{
+public:
+  // `encoded` is what `key` is the digest of, `manifest` what it decodes to;
+  // a key added twice is stored once.
+  void add(const DigestKey& key, const std::string& encoded, const Manifest& manifest);
+
+  size_t
+  size() const
+  {
+    return m_digest.size();
+  }
+
+  size_t
+  entries() const
+  {
+    return m_entry_manifest.size();
+  }
+
+  // One statement: each manifest lands with all of its entries, or not at
+  // all. Returns how many were new (the rest the database had).
+  Expected<size_t> insert(const Session& session, std::string_view what) const;
+
+private:
+  std::unordered_set<std::string> m_added;
+  std::vector<std::string> m_digest;
+  std::vector<std::string> m_algorithm;
+  std::vector<std::string> m_bytes; // hex
+  std::vector<std::string> m_entry_manifest;
+  std::vector<std::string> m_entry_position;
+  std::vector<std::string> m_entry_input;
+  std::vector<std::string> m_entry_role;
+  std::vector<std::string> m_entry_size;
+  std::vector<std::string> m_entry_path; // hex
 };
 
 } // namespace fingerprint::store::postgresql

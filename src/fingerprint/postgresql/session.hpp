@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,12 @@ bool is_unavailable_connect_message(std::string_view message);
 std::string text_array(const std::vector<std::string>& values);
 // "{t,f}": a boolean[] parameter.
 std::string bool_array(const std::vector<bool>& values);
+
+// Bytes as lowercase hex, and back (nullopt: not hex): how a bytea travels,
+// through decode(x, 'hex') and encode(x, 'hex'), whatever the server's
+// bytea_output.
+std::string hex_of(std::string_view bytes);
+std::optional<std::string> bytes_of_hex(std::string_view hex);
 
 // One statement at a time through libpq, each error naming the store.
 class Session

@@ -1,12 +1,15 @@
 #include <fingerprint/query/graph.hpp>
 #include <fingerprint/query/index.hpp>
+#include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/util/fs.hpp>
+
+#include <iterator>
 
 namespace fingerprint::query {
 
 Expected<Graph>
-collect_graph(const store::Store& store, bool per_target, std::vector<store::LogProblem>& problems)
+collect_graph(const store::Store& store, bool per_target, std::vector<store::LogProblem>& problems, bool with_events)
 {
   Graph graph;
   auto ok = for_each_indexed_event(
@@ -17,32 +20,57 @@ collect_graph(const store::Store& store, bool per_target, std::vector<store::Log
   auto node = [&](const store::Event& event) {
     return per_target ? event.project + "/" + event.target : event.project;
   };
-  std::map<std::string, std::string> producer_of; // digest -> node
-  std::map<std::string, std::string> installed_from;
+  // Producers and installs are in the build index itself; manifests hold
+  // consumed edges only.
+  std::map<std::string, std::string> producer_of;                       // digest -> node
+  std::map<std::string, std::pair<std::string, std::string>> installed; // digest -> (from, installer node)
   for (const auto& event : graph.events) {
     if (event.event == store::EventKind::produced) {
       producer_of[event.digest] = node(event);
     } else if (event.event == store::EventKind::installed) {
-      installed_from[event.digest] = event.from;
+      installed.try_emplace(event.digest, event.from, node(event));
     }
   }
-  for (const auto& event : graph.events) {
-    if (event.event != store::EventKind::consumed) {
-      continue;
-    }
-    std::string digest = event.digest;
-    if (auto it = installed_from.find(digest); it != installed_from.end() && !producer_of.contains(digest)) {
-      digest = it->second;
-    }
-    const auto producer = producer_of.find(digest);
-    if (producer == producer_of.end()) {
-      continue;
-    }
+  auto add_edge = [&](const store::Event& event) {
     const std::string consumer = node(event);
-    if (producer->second != consumer) {
-      graph.edges[{producer->second, consumer}].insert(store::lossy_text(util::base_name(event.path)));
+    const std::string name = store::lossy_text(util::base_name(event.path));
+    std::string producer;
+    if (auto it = producer_of.find(event.digest); it != producer_of.end()) {
+      producer = it->second;
+    } else if (auto copy = installed.find(event.digest); copy != installed.end()) {
+      // An installed copy leads to the build that made the file it was
+      // installed from; a file installed from the source tree, to the
+      // project that installed it.
+      auto origin = producer_of.find(copy->second.first);
+      producer = origin != producer_of.end() ? origin->second : copy->second.second;
+    } else {
+      graph.unproduced[consumer].insert(event.digest);
+      graph.unproduced_edges[{std::string(k_unproduced_node), consumer}].insert(name);
+      return;
+    }
+    if (producer != consumer) {
+      graph.edges[{producer, consumer}].insert(name);
+    }
+  };
+  // A manifest's edges are made one product at a time and, unless the
+  // caller wants the events, dropped again: a store of a million input
+  // relations holds a million of them.
+  ManifestInputs manifests(store);
+  std::vector<store::Event> inputs;
+  for (const auto& event : graph.events) {
+    if (event.event == store::EventKind::consumed) {
+      add_edge(event);
+    } else if (!event.inputs.empty()) {
+      for (store::Event& input : manifests.of(event, problems)) {
+        add_edge(input);
+        if (with_events) {
+          inputs.push_back(std::move(input));
+        }
+      }
     }
   }
+  graph.events.insert(
+    graph.events.end(), std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
   return graph;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -28,17 +29,35 @@ struct Edge
 // Each edge with the names of the artifacts passed along it.
 using Edges = std::map<Edge, std::set<std::string>>;
 
+// The node that stands, with --all, for every file no fingerprinted build
+// produced or installed: compilers' and the system's headers and
+// libraries, and sources.
+inline constexpr std::string_view k_unproduced_node = "(no producer)";
+
 struct Graph
 {
   Edges edges;
-  std::vector<store::Event> events; // the whole build index, for the page's tables
+  // The build index's events and the consumed events of the input
+  // manifests its products name, for the page's tables (collect_graph()'s
+  // `with_events`).
+  std::vector<store::Event> events;
+  // Consumed files that no recorded build produced or installed: the edges
+  // from k_unproduced_node, and per consumer node the digests it read.
+  Edges unproduced_edges;
+  std::map<std::string, std::set<std::string>> unproduced; // consumer node -> digests
 };
 
-// The graph from the build index: an edge for every consumed artifact whose
-// producer (or, for an installed copy, whose origin's producer) is
-// recorded. Artifacts of unknown origin (system libraries) are left out:
-// they would drown the picture. Nodes are projects, or "project/target"
-// with `per_target`. Unreadable lines are appended to `problems`.
-Expected<Graph> collect_graph(const store::Store& store, bool per_target, std::vector<store::LogProblem>& problems);
+// The graph from the build index and the input manifests of its products:
+// an edge for every consumed artifact whose producer (or, for an installed
+// copy, whose origin's producer, else its installer) is recorded. The rest
+// (toolchain and system files, sources) are kept apart in
+// `unproduced_edges`: they would drown the picture. Nodes are projects, or
+// "project/target" with `per_target`. Unreadable lines and manifests are
+// appended to `problems`. Without `with_events`, `events` holds the build
+// index's events only.
+Expected<Graph> collect_graph(const store::Store& store,
+                              bool per_target,
+                              std::vector<store::LogProblem>& problems,
+                              bool with_events = true);
 
 } // namespace fingerprint::query

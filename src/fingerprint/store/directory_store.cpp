@@ -102,17 +102,25 @@ DirectoryStore::hold_for_change() const
 Expected<detail::Appended>
 DirectoryStore::append_line(const std::string& relative_path, const std::string& lines, Warnings* warnings) const
 {
-  const std::string full = m_root + "/" + relative_path;
   const auto [dir, name] = util::split_last(relative_path);
   auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, true);
   if (!dir_fd) {
-    return make_error(full, dir_fd.error().message);
+    return make_error(m_root + "/" + relative_path, dir_fd.error().message);
   }
-  const std::string file_name(name);
+  return append_in(dir_fd->get(), relative_path, std::string(name), lines, warnings);
+}
+
+Expected<detail::Appended>
+DirectoryStore::append_in(int dir_fd,
+                          const std::string& relative_path,
+                          const std::string& file_name,
+                          const std::string& lines,
+                          Warnings* warnings) const
+{
+  const std::string full = m_root + "/" + relative_path;
   // Bounded: each retry means a compaction replaced the log meanwhile.
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    Fd fd(::openat(
-      dir_fd->get(), file_name.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666));
+    Fd fd(::openat(dir_fd, file_name.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666));
     if (!fd) {
       const char* why = errno == ELOOP ? "is a symbolic link (not followed inside the store)" : nullptr;
       return make_error(full, why != nullptr ? why : util::errno_text(errno));
@@ -120,7 +128,7 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
     if (!lock(fd.get(), LOCK_SH)) {
       return make_error(full, "cannot lock: " + util::errno_text(errno));
     }
-    if (!still_linked(dir_fd->get(), file_name, fd.get())) {
+    if (!still_linked(dir_fd, file_name, fd.get())) {
       continue;
     }
     struct stat st
@@ -151,7 +159,7 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
     {};
     if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
         && static_cast<rlim_t>(st.st_size) + buffer.size() > limit.rlim_cur) {
-      remove_if_empty(dir_fd->get(), file_name, fd.get());
+      remove_if_empty(dir_fd, file_name, fd.get());
       return make_error(full, "appending would exceed the file size limit (ulimit -f)");
     }
     // One write() of whole lines: O_APPEND makes them land contiguously
@@ -159,12 +167,12 @@ DirectoryStore::append_line(const std::string& relative_path, const std::string&
     const ssize_t written = ::write(fd.get(), buffer.data(), buffer.size());
     if (written < 0) {
       const std::string why = util::errno_text(errno);
-      remove_if_empty(dir_fd->get(), file_name, fd.get());
+      remove_if_empty(dir_fd, file_name, fd.get());
       return make_error(full, why);
     }
     if (static_cast<size_t>(written) != buffer.size()) {
       const std::string what = take_back(fd.get(), written);
-      remove_if_empty(dir_fd->get(), file_name, fd.get());
+      remove_if_empty(dir_fd, file_name, fd.get());
       return make_error(full, "short write (no space left on the device, or a file size limit): " + what);
     }
     detail::Appended appended;
@@ -298,11 +306,14 @@ Expected<bool>
 DirectoryStore::put_manifest(const DigestKey& key,
                              const std::string& encoded,
                              const Manifest& manifest,
-                             Warnings* warnings) const
+                             Warnings* /*warnings*/) const
 {
   if (!m_root_fd) {
     return make_error(m_root, "store not opened for writing");
   }
+  // Its reverse index lines come before it: fsck --repair, holding this
+  // lock exclusively, never takes a call in progress for a dead one's lines.
+  const Fd change = hold_for_change();
   const std::string relative = layout::manifest_file(key);
   const auto [dir, name] = util::split_last(relative);
   auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, true);
@@ -318,10 +329,30 @@ DirectoryStore::put_manifest(const DigestKey& key,
   // The reverse index first, one line per input: a manifest that exists is
   // indexed whole. A call that dies in between leaves lines that the next
   // call with the same inputs writes again, which readers fold.
+  // inputs/<algorithm>/ is opened once, and each <2 hex> below it once: a
+  // compile reads a hundred headers or more, and each open of a path walks
+  // it component by component.
+  const std::string tree =
+    std::string(layout::k_inputs) + "/" + std::string(digest::algorithm_name(manifest.algorithm));
+  auto tree_fd = util::open_directory_beneath(m_root_fd.get(), tree, true);
+  if (!tree_fd) {
+    return make_error(m_root + "/" + tree, tree_fd.error().message);
+  }
+  std::map<std::string, Fd, std::less<>> fan_out;
   for (const ManifestEntry& entry : manifest.entries) {
-    const ManifestUse use{key, entry.role};
-    const std::string line = reverse_line(use);
-    auto appended = append_line(layout::reverse_index(DigestKey{manifest.algorithm, entry.hex}), line, warnings);
+    const std::string prefix = entry.hex.substr(0, 2);
+    auto it = fan_out.find(prefix);
+    if (it == fan_out.end()) {
+      auto opened = util::open_directory_beneath(tree_fd->get(), prefix, true);
+      if (!opened) {
+        return make_error(m_root + "/" + tree + "/" + prefix, opened.error().message);
+      }
+      it = fan_out.emplace(prefix, std::move(*opened)).first;
+    }
+    const std::string line = reverse_line(ManifestUse{key, entry.role});
+    // No warnings: those look for JSON, which these lines are not.
+    auto appended = append_in(
+      it->second.get(), layout::reverse_index(DigestKey{manifest.algorithm, entry.hex}), entry.hex, line, nullptr);
     if (!appended) {
       return appended.error();
     }

@@ -139,6 +139,13 @@ private:
   Expected<detail::Appended> append_line(const std::string& relative_path,
                                          const std::string& lines,
                                          Warnings* warnings) const;
+  // append_line() in a directory already open: `file_name` in `dir_fd`,
+  // which is `relative_path` below the root.
+  Expected<detail::Appended> append_in(int dir_fd,
+                                       const std::string& relative_path,
+                                       const std::string& file_name,
+                                       const std::string& lines,
+                                       Warnings* warnings) const;
   Expected<LogContents> read_file(const std::string& relative_path) const;
 
   // Replaces a log by what `transform` keeps of its events: temporary

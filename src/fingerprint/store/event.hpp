@@ -45,6 +45,7 @@ struct Event
   // old logs' consumed events have none, and were link edges or declared).
   std::string role;
   std::string inputs; // produced: the digest of its input manifest (manifest.hpp), if it has one
+  std::string source; // installed: the source or build-tree file it is a copy of, when known
 
   bool operator==(const Event&) const = default;
 };
@@ -152,6 +153,13 @@ inline constexpr EventField k_event_fields[] = {
    .written = only(EventKind::produced),
    .required = k_no_kind,
    .check = FieldCheck::digest,
+   .optional = true,
+   .column = "inputs"},
+  {.name = "source",
+   .text = &Event::source,
+   .written = only(EventKind::installed),
+   .required = k_no_kind,
+   .check = FieldCheck::absolute_path,
    .optional = true},
 };
 inline constexpr size_t k_event_field_count = std::size(k_event_fields);

@@ -5,13 +5,33 @@
 
 namespace fingerprint::store {
 
+namespace {
+
+constexpr std::string_view k_layout = "objects/<algorithm>/<2 hex>/<hex>.jsonl; builds/<project>/<build id>.jsonl; "
+                                      "manifests/<algorithm>/<2 hex>/<hex>; inputs/<algorithm>/<2 hex>/<hex>";
+
+} // namespace
+
 std::string
 make_format_file(int64_t created_ns)
 {
   nlohmann::ordered_json object;
   object["format"] = k_current_format;
   object["created"] = util::format_rfc3339(created_ns);
-  object["layout"] = "objects/<algorithm>/<2 hex>/<hex>.jsonl; builds/<project>/<build id>.jsonl";
+  object["layout"] = k_layout;
+  return object.dump(2) + "\n";
+}
+
+std::string
+upgrade_format_file(std::string_view text, int64_t now_ns)
+{
+  auto object = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (object.is_discarded() || !object.is_object()) {
+    object = nlohmann::ordered_json::object(); // checked before: not reached
+  }
+  object["format"] = k_current_format;
+  object["layout"] = k_layout;
+  object["upgraded"] = util::format_rfc3339(now_ns);
   return object.dump(2) + "\n";
 }
 

@@ -4,6 +4,7 @@
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
+#include <fingerprint/store/manifest.hpp>
 #include <fingerprint/store/time_check.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
@@ -46,15 +47,24 @@ read_again(int root_fd, const std::string& relative)
   return text ? std::optional<std::string>(std::move(*text)) : std::nullopt;
 }
 
+// Whether `event` names an input manifest: a produced event since format 2.
+bool
+names_manifest(const Event& event)
+{
+  return event.event == EventKind::produced && !event.inputs.empty();
+}
+
 // Whether `event` belongs in `file`: an artifact log holds the artifact's
-// own events and the `installed` events of its installed copies; a build
-// index holds its build's events.
+// own events, the `installed` events of its installed copies, and, when
+// the artifact is an input manifest, the produced events made from it; a
+// build index holds its build's events.
 bool
 belongs(const StoreFile& file, const Event& event)
 {
   if (file.kind == FileKind::artifact_log) {
     const std::string key = file.key.str();
-    return event.digest == key || (event.event == EventKind::installed && event.from == key);
+    return event.digest == key || (event.event == EventKind::installed && event.from == key)
+           || (names_manifest(event) && event.inputs == key);
   }
   return event.project == file.build.project && event.build == file.build.build;
 }
@@ -198,13 +208,13 @@ gather_counterparts(int root_fd, const std::vector<StoreFile>& files, const std:
     detail::parse_lines(*text, source.relative, contents);
     for (auto& event : contents.events) {
       if (source.kind == FileKind::build_index) {
-        for (const std::string* digest : {&event.digest, &event.from}) {
+        for (const std::string* digest : {&event.digest, &event.from, &event.inputs}) {
           auto target = wanted_logs.find(*digest);
           if (target != wanted_logs.end() && belongs(*target->second, event) && belongs(source, event)) {
             found[target->second->relative].push_back(event);
           }
         }
-      } else if (event.digest == source.key.str()) { // not an installed copy's link
+      } else if (event.digest == source.key.str()) { // not an installed copy's link, nor a manifest's copy
         auto target = wanted_builds.find(event.project + '\0' + event.build);
         if (target != wanted_builds.end()) {
           found[target->second->relative].push_back(event);
@@ -282,23 +292,27 @@ rebuild_log(int root_fd, const StoreFile& file, const std::vector<Event>& extra,
 // lock: what is younger may be a change still in progress.
 constexpr std::int64_t k_settle_ns = 60LL * 1'000'000'000;
 
-// Where an event is kept: its build's index, its artifact's log, and for an
-// installed copy of another file, also that file's log (append() and
-// `installed` write all of them). An event seen in some and not all of
-// them is one-sided: a call that did not finish, an interrupted gc, or a
-// lost line.
+// Where an event is kept: its build's index, its artifact's log, for an
+// installed copy of another file also that file's log, and for a product
+// of an input manifest also the manifest's log (append() and `installed`
+// write all of them). An event seen in some and not all of them is
+// one-sided: a call that did not finish, an interrupted gc, or a lost line.
 enum Home : std::uint8_t
 {
   in_index = 1,
   in_log = 2,
   in_origin_log = 4,
+  in_manifest_log = 8,
 };
+
+constexpr std::uint8_t k_homes[] = {in_log, in_origin_log, in_manifest_log, in_index};
 
 std::uint8_t
 homes_of(const Event& event)
 {
   const bool linked = event.event == EventKind::installed && !event.from.empty() && event.from != event.digest;
-  return in_index | in_log | (linked ? in_origin_log : 0);
+  const bool made = names_manifest(event) && event.inputs != event.digest;
+  return in_index | in_log | (linked ? in_origin_log : 0) | (made ? in_manifest_log : 0);
 }
 
 std::uint8_t
@@ -307,7 +321,11 @@ home_in(const StoreFile& file, const Event& event)
   if (file.kind == FileKind::build_index) {
     return in_index;
   }
-  return event.digest == file.key.str() ? in_log : in_origin_log;
+  const std::string key = file.key.str();
+  if (event.digest == key) {
+    return in_log;
+  }
+  return names_manifest(event) && event.inputs == key ? in_manifest_log : in_origin_log;
 }
 
 std::string
@@ -316,7 +334,7 @@ home_path(std::uint8_t home, const Event& event)
   if (home == in_index) {
     return layout::build_index({event.project, event.build});
   }
-  auto key = parse_digest_key(home == in_log ? event.digest : event.from);
+  auto key = parse_digest_key(home == in_log ? event.digest : home == in_manifest_log ? event.inputs : event.from);
   return key ? key->log_path() : std::string();
 }
 
@@ -416,7 +434,7 @@ look_again(int root_fd, const std::vector<StoreFile>& files, std::vector<OneSide
     if (!holds(files[item.holder].relative, hash)) {
       return true; // taken back, or gone with a gc
     }
-    for (const std::uint8_t home : {in_log, in_origin_log, in_index}) {
+    for (const std::uint8_t home : k_homes) {
       if ((item.missing & home) != 0 && holds(home_path(home, item.event), hash)) {
         item.missing &= static_cast<std::uint8_t>(~home);
       }
@@ -430,6 +448,209 @@ describe_event(const Event& event)
 {
   return std::string(event_kind_name(event.event)) + " " + event.digest + " of " + event.project + " " + event.target
          + " " + event.build;
+}
+
+// A line "<role code><manifest hex>" of `input`'s reverse index as a 64-bit
+// hash: what a manifest's entry needs there, and what the file holds, are
+// matched in memory by it (8 bytes per line of the store).
+std::uint64_t
+reverse_hash(const DigestKey& input, Role role, std::string_view manifest_hex)
+{
+  std::string text = input.str();
+  text += ' ';
+  text += static_cast<char>(role);
+  text += manifest_hex;
+  return std::hash<std::string>{}(text);
+}
+
+// A manifest file's bytes checked: they decode, in the algorithm of the
+// directory they are in, and their digest is the file's name.
+Expected<Manifest>
+check_manifest(const StoreFile& file, std::string_view bytes)
+{
+  auto manifest = decode_manifest(bytes, "");
+  if (!manifest) {
+    return manifest.error();
+  }
+  if (manifest->algorithm != file.key.algorithm) {
+    return Error{"holds a manifest of another digest algorithm ("
+                 + std::string(digest::algorithm_name(manifest->algorithm)) + ", in a directory of "
+                 + std::string(digest::algorithm_name(file.key.algorithm)) + ")"};
+  }
+  auto key = manifest_key(file.key.algorithm, bytes);
+  if (!key) {
+    return key.error();
+  }
+  if (key->hex != file.key.hex) {
+    return Error{"its bytes have the digest " + key->str() + ", not that of its name (damaged since it was written)"};
+  }
+  return manifest;
+}
+
+// The manifest at `relative` read again and decoded; nullopt when it is
+// gone or unreadable by now.
+std::optional<Manifest>
+manifest_again(int root_fd, const StoreFile& file)
+{
+  auto text = read_again(root_fd, file.relative);
+  if (!text || text->empty()) {
+    return std::nullopt;
+  }
+  auto manifest = check_manifest(file, *text);
+  return manifest ? std::optional<Manifest>(std::move(*manifest)) : std::nullopt;
+}
+
+// The hashes of the lines of `input`'s reverse index (none when absent).
+std::set<std::uint64_t>
+reverse_hashes_in(int root_fd, const DigestKey& input)
+{
+  std::set<std::uint64_t> hashes;
+  auto text = read_again(root_fd, layout::reverse_index(input));
+  std::string_view rest = text ? std::string_view(*text) : std::string_view();
+  for (size_t newline = rest.find('\n'); newline != std::string_view::npos; newline = rest.find('\n')) {
+    if (auto use = parse_reverse_line(rest.substr(0, newline), input.algorithm)) {
+      hashes.insert(reverse_hash(input, use->role, use->manifest.hex));
+    }
+    rest.remove_prefix(newline + 1);
+  }
+  return hashes;
+}
+
+// Whether the file at `relative` below the root exists (of any type).
+bool
+exists_below(int root_fd, const std::string& relative)
+{
+  struct stat st
+  {};
+  return ::fstatat(root_fd, relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// Whether the file at `relative` was last changed before `settled`.
+bool
+older_than(int root_fd, const std::string& relative, std::int64_t settled)
+{
+  struct stat st
+  {};
+  return ::fstatat(root_fd, relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
+         && st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec <= settled;
+}
+
+// Whether the log at `relative` holds an event that names manifest `key`.
+bool
+names_in(int root_fd, const std::string& relative, const std::string& key)
+{
+  auto text = read_again(root_fd, relative);
+  if (!text) {
+    return true; // unreadable now: not known to be gone
+  }
+  LogContents contents;
+  detail::parse_lines(*text, relative, contents);
+  return std::any_of(contents.events.begin(), contents.events.end(), [&](const Event& event) {
+    return names_manifest(event) && event.inputs == key;
+  });
+}
+
+// Rewrites a reverse index under its exclusive lock with the lines
+// `keep_line` keeps (each once, as readers fold them); the original goes to
+// `quarantined_as` first. Nothing is rewritten when every line stays and
+// the file is the store's own.
+struct ReverseRebuild
+{
+  size_t kept = 0;
+  size_t dropped = 0;
+  bool changed = false;
+};
+
+Expected<ReverseRebuild>
+rebuild_reverse(int root_fd,
+                const StoreFile& file,
+                const std::function<bool(std::string_view)>& keep_line,
+                const std::string& quarantined_as)
+{
+  ReverseRebuild result;
+  auto done = detail::replace_locked(
+    root_fd,
+    file.relative,
+    file.relative,
+    layout::TempTag::repair,
+    true,
+    [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+      result = ReverseRebuild{};
+      detail::Replacement replacement;
+      std::set<std::string_view> seen;
+      std::string_view rest = log.text;
+      while (!rest.empty()) {
+        const size_t newline = rest.find('\n');
+        if (newline == std::string_view::npos) {
+          ++result.dropped; // a torn last line
+          break;
+        }
+        const std::string_view line = rest.substr(0, newline);
+        rest.remove_prefix(newline + 1);
+        if (line.empty()) {
+          continue;
+        }
+        if (!keep_line(line)) {
+          ++result.dropped;
+          continue;
+        }
+        if (seen.insert(line).second) {
+          replacement.text += line;
+          replacement.text += '\n';
+          ++result.kept;
+        }
+      }
+      struct stat st
+      {};
+      const bool refused = ::fstat(log.fd, &st) == 0 && detail::refused_file(root_fd, st);
+      if (result.dropped == 0 && !refused) {
+        return detail::Replacement{}; // healthy by now
+      }
+      ::lseek(log.fd, 0, SEEK_SET);
+      if (auto kept = keep_copy(root_fd, log.dir_fd, log.name, log.fd, quarantined_as); !kept) {
+        return make_error(file.relative, "cannot keep a copy in the quarantine: " + kept.error().message);
+      }
+      replacement.action =
+        replacement.text.empty() ? detail::Replacement::Action::remove : detail::Replacement::Action::replace;
+      result.changed = true;
+      return replacement;
+    });
+  if (!done) {
+    return done.error();
+  }
+  return result;
+}
+
+// Replaces a sound manifest the store refuses (a second hard link, a
+// foreign owner) by a copy of its own, under the same name; the original
+// is kept in the quarantine.
+Expected<bool>
+recopy_manifest(int root_fd, const StoreFile& file, const std::string& quarantined_as)
+{
+  bool changed = false;
+  auto done = detail::replace_locked(
+    root_fd,
+    file.relative,
+    file.relative,
+    layout::TempTag::repair,
+    true,
+    [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+      struct stat st
+      {};
+      if (::fstat(log.fd, &st) != 0 || !detail::refused_file(root_fd, st)) {
+        return detail::Replacement{};
+      }
+      ::lseek(log.fd, 0, SEEK_SET);
+      if (auto kept = keep_copy(root_fd, log.dir_fd, log.name, log.fd, quarantined_as); !kept) {
+        return make_error(file.relative, "cannot keep a copy in the quarantine: " + kept.error().message);
+      }
+      changed = true;
+      return detail::Replacement{detail::Replacement::Action::replace, log.text};
+    });
+  if (!done) {
+    return done.error();
+  }
+  return changed;
 }
 
 } // namespace
@@ -472,6 +693,32 @@ DirectoryStore::fsck(const FsckOptions& options) const
   std::vector<Sighting> sightings;
   std::vector<size_t> empties; // into listing.entries
   const std::int64_t now = util::now_ns();
+
+  // Input manifests (format 2). The walk lists manifests/ before inputs/,
+  // so each reverse index line is checked against every manifest.
+  std::map<std::string, size_t> sound_manifests;               // key -> walk index: decodes, named by its digest
+  std::set<std::string> bad_manifests;                         // damaged beyond use: quarantined by a repair
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> needed; // reverse_hash -> manifest, per entry
+  bool needed_sorted = false;
+  std::set<std::uint64_t> present;             // the reverse index lines found
+  std::map<std::string, size_t> reverse_files; // input key -> walk index
+  std::set<size_t> dangling_files;             // reverse indexes naming a manifest not in the store
+  struct Named
+  {
+    size_t events = 0;
+    size_t holder = 0; // a file with one of them
+    std::string example;
+  };
+  std::map<std::string, Named> named; // manifest key -> the events that name it
+  auto is_needed = [&](std::uint64_t hash) {
+    if (!needed_sorted) {
+      std::sort(needed.begin(), needed.end());
+      needed_sorted = true;
+    }
+    auto it = std::lower_bound(needed.begin(), needed.end(), std::pair<std::uint64_t, std::uint32_t>(hash, 0));
+    return it != needed.end() && it->first == hash;
+  };
+
   for (size_t i = 0; i < total; ++i) {
     const StoreFile& file = listing.entries[i];
     const size_t before = report.findings.size();
@@ -479,7 +726,23 @@ DirectoryStore::fsck(const FsckOptions& options) const
       report.findings.push_back(
         {file.relative, 0, file.why_stray, file.leftover ? FsckKind::leftover : FsckKind::damage, {}});
     } else {
-      (file.kind == FileKind::artifact_log ? report.logs : report.build_indexes) += 1;
+      switch (file.kind) {
+        case FileKind::artifact_log:
+          ++report.logs;
+          break;
+        case FileKind::build_index:
+          ++report.build_indexes;
+          break;
+        case FileKind::manifest:
+          ++report.manifests;
+          break;
+        case FileKind::reverse_index:
+          ++report.reverse_indexes;
+          reverse_files[file.key.str()] = i;
+          break;
+        case FileKind::stray:
+          break;
+      }
       auto fd = detail::open_below(root_fd, file.relative, O_RDONLY | O_NONBLOCK, false);
       auto text = fd && fd->valid() ? util::read_all(fd->get()) : Expected<std::string>(std::string());
       struct stat st
@@ -494,8 +757,75 @@ DirectoryStore::fsck(const FsckOptions& options) const
       if (!fd || !text) {
         report.findings.push_back(
           {file.relative, 0, fd ? text.error().message : fd.error().message, FsckKind::damage, {}});
+      } else if (file.kind == FileKind::manifest) {
+        // Write-once and whole (linked into place complete): an empty one
+        // is damage like any other that does not decode.
+        auto manifest = check_manifest(file, *text);
+        if (!manifest) {
+          report.findings.push_back({file.relative, 0, manifest.error().message, FsckKind::damage, {}});
+          bad_manifests.insert(file.key.str());
+        } else {
+          sound_manifests[file.key.str()] = i;
+          for (const ManifestEntry& entry : manifest->entries) {
+            needed.emplace_back(reverse_hash(DigestKey{manifest->algorithm, entry.hex}, entry.role, file.key.hex),
+                                static_cast<std::uint32_t>(i));
+          }
+          needed_sorted = false;
+        }
       } else if (text->empty() && !refused) {
         empties.push_back(i);
+      } else if (file.kind == FileKind::reverse_index) {
+        std::string_view rest = *text;
+        for (size_t number = 1; !rest.empty(); ++number) {
+          const size_t newline = rest.find('\n');
+          if (newline == std::string_view::npos) {
+            report.findings.push_back(
+              {file.relative, number, "torn last line (a writer died mid-write)", FsckKind::torn_line, {}});
+            break;
+          }
+          const std::string_view line = rest.substr(0, newline);
+          rest.remove_prefix(newline + 1);
+          if (line.empty()) {
+            continue;
+          }
+          auto use = parse_reverse_line(line, file.key.algorithm);
+          if (!use) {
+            report.findings.push_back({file.relative,
+                                       number,
+                                       "unreadable line: not a reverse index line (<role code><manifest hex>)",
+                                       FsckKind::damage,
+                                       {}});
+            continue;
+          }
+          const std::uint64_t hash = reverse_hash(file.key, use->role, use->manifest.hex);
+          present.insert(hash);
+          const std::string manifest = use->manifest.str();
+          if (sound_manifests.contains(manifest)) {
+            if (!is_needed(hash)) {
+              report.findings.push_back({file.relative,
+                                         number,
+                                         "names input manifest " + manifest + " as a "
+                                           + std::string(role_name(use->role))
+                                           + " input, which that manifest does not list",
+                                         FsckKind::damage,
+                                         {}});
+            }
+          } else if (bad_manifests.contains(manifest)) {
+            report.findings.push_back(
+              {file.relative, number, "names input manifest " + manifest + ", which is damaged", FsckKind::damage, {}});
+          } else if (!exists_below(root_fd, layout::manifest_file(use->manifest))) {
+            // Not one that appeared since the walk (a call storing it now):
+            // its reverse index lines come first, the manifest after them.
+            report.findings.push_back(
+              {file.relative,
+               number,
+               "names input manifest " + manifest
+                 + ", which is not in the store (left by a record call that died before storing it)",
+               FsckKind::leftover,
+               {}});
+            dangling_files.insert(i);
+          }
+        }
       } else {
         Checked checked = check_contents(file, *text);
         report.events += checked.events.size();
@@ -514,6 +844,13 @@ DirectoryStore::fsck(const FsckOptions& options) const
         for (const Event& event : checked.events) {
           sightings.push_back(
             {event_hash(event), static_cast<std::uint32_t>(i), home_in(file, event), homes_of(event)});
+          if (names_manifest(event)) {
+            Named& names = named[event.inputs];
+            if (names.events++ == 0) {
+              names.holder = i;
+              names.example = describe_event(event);
+            }
+          }
         }
         for (auto& finding : checked.findings) {
           report.findings.push_back(std::move(finding));
@@ -531,13 +868,103 @@ DirectoryStore::fsck(const FsckOptions& options) const
       options.progress(i + 1, total);
     }
   }
+
+  // A manifest that events name and the store does not have: their inputs
+  // are lost (no other copy of a manifest is kept). Looked at again first:
+  // a gc removes the manifest after the events that name it.
+  for (const auto& [manifest, names] : named) {
+    if (sound_manifests.contains(manifest) || bad_manifests.contains(manifest)) {
+      continue;
+    }
+    auto key = parse_digest_key(manifest);
+    if (!key || exists_below(root_fd, layout::manifest_file(*key))
+        || !names_in(root_fd, listing.entries[names.holder].relative, manifest)) {
+      continue;
+    }
+    report.findings.push_back({layout::manifest_file(*key),
+                               0,
+                               "input manifest " + manifest + ", named by " + std::to_string(names.events)
+                                 + " event(s) (" + names.example + " in " + listing.entries[names.holder].relative
+                                 + "), is not in the store: the inputs of what was made from it are lost, and no "
+                                   "copy of a manifest is kept elsewhere to restore it from",
+                               FsckKind::damage,
+                               {}});
+  }
+  // A manifest no event names: a record call that died between storing it
+  // and its events, or a gc that died between the two. Looked at again: a
+  // call appends its events just after storing the manifest.
+  std::vector<size_t> orphans; // into listing.entries
+  for (const auto& [manifest, i] : sound_manifests) {
+    if (named.contains(manifest) || names_in(root_fd, listing.entries[i].key.log_path(), manifest)) {
+      continue;
+    }
+    orphans.push_back(i);
+    findings_of[i].push_back(report.findings.size());
+    report.findings.push_back({listing.entries[i].relative,
+                               0,
+                               "no event names this input manifest (left by a record call that died before its "
+                               "events, or a gc that died before removing it)",
+                               FsckKind::leftover,
+                               {}});
+  }
+  // A manifest missing from the reverse index of one of its inputs: found
+  // by its inputs, it would not be. A call writes those lines before the
+  // manifest, a gc removes them before it: looked at again.
+  struct MissingLine
+  {
+    std::string path; // the reverse index
+    std::string line;
+    std::string manifest;
+    size_t finding = 0;
+  };
+  std::vector<MissingLine> missing_lines;
+  {
+    std::set<std::uint32_t> incomplete;
+    for (const auto& [hash, manifest] : needed) {
+      if (!present.contains(hash)) {
+        incomplete.insert(manifest);
+      }
+    }
+    std::map<std::string, std::set<std::uint64_t>> read; // reverse index -> its lines, read again
+    for (const std::uint32_t i : incomplete) {
+      const StoreFile& file = listing.entries[i];
+      auto manifest = manifest_again(root_fd, file);
+      if (!manifest || std::find(orphans.begin(), orphans.end(), i) != orphans.end()) {
+        continue; // gone meanwhile, or an orphan: its finding says what to do
+      }
+      for (const ManifestEntry& entry : manifest->entries) {
+        const DigestKey input{manifest->algorithm, entry.hex};
+        const std::uint64_t hash = reverse_hash(input, entry.role, file.key.hex);
+        if (present.contains(hash)) {
+          continue;
+        }
+        auto it = read.find(input.str());
+        if (it == read.end()) {
+          it = read.emplace(input.str(), reverse_hashes_in(root_fd, input)).first;
+        }
+        if (it->second.contains(hash)) {
+          continue;
+        }
+        const std::string path = layout::reverse_index(input);
+        missing_lines.push_back({path, reverse_line({file.key, entry.role}), file.key.str(), report.findings.size()});
+        report.findings.push_back({path,
+                                   0,
+                                   "does not name input manifest " + file.key.str() + ", which lists this input ("
+                                     + std::string(role_name(entry.role)) + " " + entry.path
+                                     + "): the manifest would not be found from it (a lost line)",
+                                   FsckKind::one_sided,
+                                   {}});
+      }
+    }
+  }
+
   // Events on one side only. Those whose missing copy belongs in a damaged
   // file are restored by its rebuild below (from its counterparts), the
   // rest are appended where they are missing.
   std::vector<OneSided> one_sided = find_one_sided(root_fd, listing.entries, sightings);
   // Held until the repair is done: no change can be in progress meanwhile.
   util::Fd change;
-  if (!one_sided.empty() || !empties.empty()) {
+  if (!one_sided.empty() || !empties.empty() || !dangling_files.empty() || !orphans.empty()) {
     if (options.repair) {
       // Bounded: busy appenders can hold it shared without a pause for as
       // long as a build runs (flock() queues no one). Without it, what is
@@ -557,10 +984,18 @@ DirectoryStore::fsck(const FsckOptions& options) const
       return ::fstatat(root_fd, listing.entries[i].relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size != 0;
     });
   }
+  // A copy for a manifest's log only while the store has the manifest:
+  // else the event is reported with the manifest.
+  std::erase_if(one_sided, [&](OneSided& item) {
+    if ((item.missing & in_manifest_log) != 0 && !sound_manifests.contains(item.event.inputs)) {
+      item.missing &= static_cast<std::uint8_t>(~in_manifest_log);
+    }
+    return item.missing == 0;
+  });
   std::vector<size_t> one_sided_findings;
   for (const OneSided& item : one_sided) {
     std::string where;
-    for (const std::uint8_t home : {in_log, in_origin_log, in_index}) {
+    for (const std::uint8_t home : k_homes) {
       if ((item.missing & home) != 0) {
         where += (where.empty() ? "" : " and ") + home_path(home, item.event);
       }
@@ -594,10 +1029,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
                                  "still be running; run fingerprint fsck --repair again later)";
   for (const size_t i : empties) {
     const StoreFile& file = listing.entries[i];
-    struct stat st
-    {};
-    if (!change && ::fstatat(root_fd, file.relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
-        && st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec > settled) {
+    if (!change && !older_than(root_fd, file.relative, settled)) {
       report.findings[findings_of[i].back()].problem += left_alone;
       continue;
     }
@@ -627,7 +1059,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
     }
     std::string restored;
     std::string failed;
-    for (const std::uint8_t home : {in_log, in_origin_log, in_index}) {
+    for (const std::uint8_t home : k_homes) {
       if ((item.missing & home) == 0) {
         continue;
       }
@@ -652,29 +1084,104 @@ DirectoryStore::fsck(const FsckOptions& options) const
       finding.problem += " (not repaired: " + failed + ")";
     }
   }
-  if (damaged.empty()) {
-    return report;
-  }
 
-  report.quarantine = layout::quarantine_run(util::now_ns());
-  const auto counterparts = gather_counterparts(root_fd, listing.entries, damaged);
+  // An orphaned manifest goes to the quarantine, its reverse index lines
+  // with it; only once it is a minute old, even under the change lock: a
+  // record call stores its manifest and appends its events as two changes.
+  std::set<size_t> orphaned;
+  for (const size_t i : orphans) {
+    const StoreFile& file = listing.entries[i];
+    if (!older_than(root_fd, file.relative, settled)) {
+      report.findings[findings_of[i].back()].problem +=
+        " (left alone: less than a minute old, so the record call that stored it may still be running)";
+      continue;
+    }
+    orphaned.insert(i);
+    damaged.push_back(&file);
+    if (auto manifest = manifest_again(root_fd, file)) {
+      for (const ManifestEntry& entry : manifest->entries) {
+        if (auto it = reverse_files.find(DigestKey{manifest->algorithm, entry.hex}.str()); it != reverse_files.end()) {
+          damaged.push_back(&listing.entries[it->second]);
+        }
+      }
+    }
+  }
+  // In walk order (manifests before the reverse indexes that name them), once each.
+  std::sort(damaged.begin(), damaged.end());
+  damaged.erase(std::unique(damaged.begin(), damaged.end()), damaged.end());
+
+  std::set<std::string> quarantined_manifests;
+  if (!damaged.empty()) {
+    report.quarantine = layout::quarantine_run(util::now_ns());
+  }
+  const auto counterparts = damaged.empty() ? std::map<std::string, std::vector<Event>>()
+                                            : gather_counterparts(root_fd, listing.entries, damaged);
   static const std::vector<Event> k_none;
   for (const StoreFile* file : damaged) {
+    const size_t index = static_cast<size_t>(file - listing.entries.data());
     const std::string quarantined_as = report.quarantine + "/" + file->relative;
-    std::string repair;
-    if (file->kind == FileKind::stray) {
-      auto moved = move_aside(root_fd, file->relative, quarantined_as);
-      repair = moved ? "moved to " + quarantined_as : std::string();
-      if (!moved) {
-        report.findings[findings_of[file - listing.entries.data()].front()].problem +=
-          " (not repaired: " + moved.error().message + ")";
+    auto not_repaired = [&](const std::string& why) {
+      if (!findings_of[index].empty()) {
+        report.findings[findings_of[index].front()].problem += " (not repaired: " + why + ")";
       }
+    };
+    std::string repair;
+    const bool sound = file->kind == FileKind::manifest && sound_manifests.contains(file->key.str());
+    if (file->kind == FileKind::stray || (file->kind == FileKind::manifest && (!sound || orphaned.contains(index)))) {
+      auto moved = move_aside(root_fd, file->relative, quarantined_as);
+      if (!moved) {
+        not_repaired(moved.error().message);
+        continue;
+      }
+      repair = "moved to " + quarantined_as;
+      if (file->kind == FileKind::manifest) {
+        quarantined_manifests.insert(file->key.str());
+      }
+    } else if (file->kind == FileKind::manifest) {
+      auto recopied = recopy_manifest(root_fd, *file, quarantined_as);
+      if (!recopied) {
+        not_repaired(recopied.error().message);
+        continue;
+      }
+      repair =
+        *recopied ? "original moved to " + quarantined_as + "; replaced by a copy of its own" : "already repaired";
+    } else if (file->kind == FileKind::reverse_index) {
+      if (!change && dangling_files.contains(index) && !older_than(root_fd, file->relative, settled)) {
+        for (const size_t f : findings_of[index]) {
+          report.findings[f].problem += left_alone;
+        }
+        continue;
+      }
+      const DigestKey& input = file->key;
+      auto keep_line = [&](std::string_view line) {
+        auto use = parse_reverse_line(line, input.algorithm);
+        if (!use) {
+          return false;
+        }
+        const std::string manifest = use->manifest.str();
+        if (quarantined_manifests.contains(manifest) || bad_manifests.contains(manifest)) {
+          return false;
+        }
+        if (sound_manifests.contains(manifest)) {
+          return is_needed(reverse_hash(input, use->role, use->manifest.hex));
+        }
+        // One that appeared since the walk stays.
+        return exists_below(root_fd, layout::manifest_file(use->manifest));
+      };
+      auto rebuilt = rebuild_reverse(root_fd, *file, keep_line, quarantined_as);
+      if (!rebuilt) {
+        not_repaired(rebuilt.error().message);
+        continue;
+      }
+      repair = rebuilt->changed
+                 ? "original moved to " + quarantined_as + "; rewritten with " + std::to_string(rebuilt->kept)
+                     + " line(s), " + std::to_string(rebuilt->dropped) + " dropped"
+                 : "already repaired";
     } else {
       auto extra = counterparts.find(file->relative);
       auto rebuilt = rebuild_log(root_fd, *file, extra == counterparts.end() ? k_none : extra->second, quarantined_as);
       if (!rebuilt) {
-        report.findings[findings_of[file - listing.entries.data()].front()].problem +=
-          " (not repaired: " + rebuilt.error().message + ")";
+        not_repaired(rebuilt.error().message);
         continue;
       }
       report.events_restored += rebuilt->restored;
@@ -687,11 +1194,27 @@ DirectoryStore::fsck(const FsckOptions& options) const
                                        : std::string())
           : "already repaired";
     }
-    if (!repair.empty()) {
-      for (size_t f : findings_of[file - listing.entries.data()]) {
-        report.findings[f].repair = repair;
-        ++report.repaired;
-      }
+    for (size_t f : findings_of[index]) {
+      report.findings[f].repair = repair;
+      ++report.repaired;
+    }
+  }
+
+  // Last, once the damaged reverse indexes are rewritten: the lines of
+  // manifests that are missing from them (readers fold a line twice).
+  for (const MissingLine& missing : missing_lines) {
+    auto& finding = report.findings[missing.finding];
+    if (quarantined_manifests.contains(missing.manifest)) {
+      finding.repair = "none needed: the manifest went to the quarantine";
+      ++report.repaired;
+      continue;
+    }
+    auto appended = append_line(missing.path, missing.line, nullptr);
+    if (appended) {
+      finding.repair = "appended the line " + missing.line;
+      ++report.repaired;
+    } else {
+      finding.problem += " (not repaired: " + appended.error().message + ")";
     }
   }
   return report;

@@ -1,5 +1,9 @@
+#include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/gc.hpp>
+#include <fingerprint/store/layout.hpp>
+#include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/time_check.hpp>
+#include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
@@ -200,6 +204,155 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
   return plan;
 }
 
+namespace {
+
+// The reverse index `text` of one input without the lines that name one of
+// the manifests `hexes` (in any role); every other byte as it was, a torn
+// last line too (fsck's to judge). Sets `dropped` to the lines taken out.
+std::string
+without_manifests(std::string_view text, const DigestKey& input, const std::set<std::string>& hexes, size_t& dropped)
+{
+  std::string kept;
+  dropped = 0;
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    const std::string_view line = text.substr(0, newline == std::string_view::npos ? text.size() : newline + 1);
+    text.remove_prefix(line.size());
+    if (newline != std::string_view::npos) {
+      auto use = parse_reverse_line(line.substr(0, line.size() - 1), input.algorithm);
+      if (use && hexes.contains(use->manifest.hex)) {
+        ++dropped;
+        continue;
+      }
+    }
+    kept += line;
+  }
+  return kept;
+}
+
+// What removing a batch of manifests did, or in a dry run would do.
+struct ManifestRemoval
+{
+  size_t removed = 0;
+  GcResult::Files reverse;
+  std::vector<std::string> failures;
+};
+
+// Removes those input manifests `keys` of a directory store whose logs hold
+// no event (no user is left), with their lines in their inputs' reverse
+// indexes. Each under the exclusive lock of its log, created empty when gone
+// for the while: a record call that reuses a manifest appends its event to
+// that log, so it either went first (and the manifest stays) or waits and
+// finds the manifest gone (and stores it again, hook/recorder.cpp). The
+// reverse index lines go before the manifests: a manifest the store has is
+// listed under each of its inputs. Each reverse index is rewritten once per
+// batch, for every manifest of the batch it lists (a library that 100 old
+// manifests list is rewritten once, not 100 times). A dry run reads only.
+ManifestRemoval
+remove_unused_manifests(const DirectoryStore& store, int root_fd, const std::vector<DigestKey>& keys, bool dry_run)
+{
+  ManifestRemoval result;
+  struct Going
+  {
+    DigestKey key;
+    std::optional<detail::HeldLog> held;
+  };
+  std::vector<Going> going;
+  std::map<std::string, std::set<std::string>> going_from; // input -> the hex of each manifest going that lists it
+  for (const DigestKey& key : keys) {
+    Going item{key, std::nullopt};
+    if (!dry_run) {
+      const std::string log_path = key.log_path();
+      auto log = detail::hold_log(root_fd, log_path, store.root() + "/" + log_path);
+      if (!log) {
+        result.failures.push_back(log.error().message);
+        continue;
+      }
+      auto text = util::read_all(log->fd.get());
+      if (!text) {
+        result.failures.push_back(store.root() + "/" + log_path + ": " + text.error().message);
+        continue;
+      }
+      LogContents contents;
+      detail::parse_lines(*text, log_path, contents);
+      if (!contents.events.empty() || !contents.problems.empty() || contents.torn_tail) {
+        continue; // a user came, or lines fsck must look at: it stays
+      }
+      item.held = std::move(*log);
+    }
+    auto manifest = store.read_manifest(key);
+    if (!manifest || !*manifest) {
+      if (!manifest) {
+        result.failures.push_back(manifest.error().message); // damaged: fsck's to quarantine
+      }
+      if (item.held) {
+        detail::remove_held_if_empty(*item.held);
+      }
+      continue;
+    }
+    for (const ManifestEntry& entry : (*manifest)->entries) {
+      going_from[DigestKey{key.algorithm, entry.hex}.str()].insert(key.hex);
+    }
+    going.push_back(std::move(item));
+  }
+  std::set<std::string> staying; // manifests whose lines could not all go: they stay, listed whole
+  for (const auto& [input_name, hexes] : going_from) {
+    auto input = parse_digest_key(input_name);
+    if (!input) {
+      continue;
+    }
+    const std::string relative = layout::reverse_index(*input);
+    bool emptied = false;
+    size_t dropped = 0;
+    auto done = detail::replace_locked(root_fd,
+                                       relative,
+                                       store.root() + "/" + relative,
+                                       layout::TempTag::compact,
+                                       !dry_run,
+                                       [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+                                         detail::Replacement replacement;
+                                         std::string kept = without_manifests(log.text, *input, hexes, dropped);
+                                         emptied = kept.empty();
+                                         if (dropped == 0 || dry_run) {
+                                           return replacement;
+                                         }
+                                         replacement.action = emptied ? detail::Replacement::Action::remove
+                                                                      : detail::Replacement::Action::replace;
+                                         replacement.text = std::move(kept);
+                                         return replacement;
+                                       });
+    if (!done && !done.error().message.ends_with("no such log")) {
+      result.failures.push_back(done.error().message);
+      staying.insert(hexes.begin(), hexes.end());
+    } else if (done && dropped > 0) {
+      (emptied ? result.reverse.removed : result.reverse.rewritten) += 1;
+    }
+  }
+  for (Going& item : going) {
+    if (!staying.contains(item.key.hex)) {
+      const std::string relative = layout::manifest_file(item.key);
+      const auto [dir, name] = util::split_last(relative);
+      auto dir_fd = dry_run ? Expected<util::Fd>(util::Fd()) : util::open_directory_beneath(root_fd, dir, false);
+      if (!dir_fd) {
+        result.failures.push_back(store.root() + "/" + relative + ": " + dir_fd.error().message);
+      } else if (dir_fd->valid() && ::unlinkat(dir_fd->get(), std::string(name).c_str(), 0) != 0 && errno != ENOENT) {
+        result.failures.push_back(store.root() + "/" + relative + ": cannot remove: " + util::errno_text(errno));
+      } else {
+        if (dir_fd->valid()) {
+          (void)util::fsync_directory(dir_fd->get());
+        }
+        ++result.removed;
+      }
+    }
+    if (item.held) {
+      detail::remove_held_if_empty(*item.held);
+    }
+  }
+  return result;
+}
+
+} // namespace
+
 GcResult
 apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress& progress)
 {
@@ -211,6 +364,8 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
   // The logs those units wrote to: from their builds' indexes.
   std::map<std::string, std::set<std::pair<std::string, std::string>>> logs; // digest -> builds with events there
   std::set<std::pair<std::string, std::string>> touched_builds;
+  std::set<std::string> manifests;   // the input manifests their products were made from
+  std::set<std::string> still_named; // manifests named by events that stay
   for (const auto& unit : plan.dropped) {
     touched_builds.emplace(unit.project, unit.build);
   }
@@ -221,11 +376,18 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
       continue;
     }
     for (const auto& event : index->events) {
+      const bool made = event.event == EventKind::produced && !event.inputs.empty();
       if (is_dropped(event)) {
         logs[event.digest].emplace(project, build);
         if (event.event == EventKind::installed && event.from != event.digest) {
           logs[event.from].emplace(project, build); // its link in the origin's log
         }
+        if (made) {
+          logs[event.inputs].emplace(project, build); // its copy in the manifest's log
+          manifests.insert(event.inputs);
+        }
+      } else if (made) {
+        still_named.insert(event.inputs);
       }
     }
   }
@@ -235,15 +397,25 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
   const util::Fd change = dry_run ? util::Fd() : store.hold_for_change();
   size_t done = 0;
   std::set<std::pair<std::string, std::string>> unfinished; // builds a log kept events of
+  std::set<std::string> unused;                             // manifests whose log is left empty (or was gone)
   for (const auto& [digest, builds] : logs) {
     auto key = parse_digest_key(digest);
     auto removed = key ? store.remove_events(*key, is_dropped, dry_run) : Expected<CompactionResult>(key.error());
+    if (!removed && removed.error().message.ends_with("no such log")) {
+      // Gone already: an interrupted gc removed it before its indexes.
+      removed = CompactionResult{0, 0, true};
+    }
     if (!removed) {
       result.failures.push_back(removed.error().message);
       unfinished.insert(builds.begin(), builds.end());
-    } else if (removed->events_after != removed->events_before) {
-      result.events_dropped += removed->events_before - removed->events_after;
-      (removed->removed ? result.logs.removed : result.logs.rewritten) += 1;
+    } else {
+      if (removed->events_after != removed->events_before) {
+        result.events_dropped += removed->events_before - removed->events_after;
+        (removed->removed ? result.logs.removed : result.logs.rewritten) += 1;
+      }
+      if (removed->removed && manifests.contains(digest)) {
+        unused.insert(digest);
+      }
     }
     if (progress) {
       progress(++done, logs.size());
@@ -262,6 +434,42 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
     } else {
       (removed->removed ? result.indexes.removed : result.indexes.rewritten) += 1;
     }
+  }
+
+  // Then the manifests no event names any more (only a directory store keeps
+  // them as files). Never one still named by an event that stays.
+  const auto* directory = dynamic_cast<const DirectoryStore*>(&store);
+  if (directory == nullptr || unused.empty() || !directory->exists()) {
+    return result;
+  }
+  auto root = util::open_directory(directory->root(), false);
+  if (!root) {
+    result.failures.push_back(directory->root() + ": " + root.error().message);
+    return result;
+  }
+  // In batches: each holds its manifests' log locks (two descriptors each)
+  // while it rewrites their inputs' reverse indexes.
+  constexpr size_t k_batch = 128;
+  std::vector<DigestKey> batch;
+  auto remove_batch = [&] {
+    ManifestRemoval removal = remove_unused_manifests(*directory, root->get(), batch, dry_run);
+    result.manifests.removed += removal.removed;
+    result.reverse_indexes.rewritten += removal.reverse.rewritten;
+    result.reverse_indexes.removed += removal.reverse.removed;
+    result.failures.insert(result.failures.end(), removal.failures.begin(), removal.failures.end());
+    batch.clear();
+  };
+  for (const std::string& digest : unused) {
+    auto key = parse_digest_key(digest);
+    if (key && !still_named.contains(digest)) {
+      batch.push_back(std::move(*key));
+    }
+    if (batch.size() == k_batch) {
+      remove_batch();
+    }
+  }
+  if (!batch.empty()) {
+    remove_batch();
   }
   return result;
 }

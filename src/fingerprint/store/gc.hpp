@@ -3,6 +3,9 @@
 // Retention, driven by the build index: which builds go is decided from the
 // build indexes alone (plan_gc); then only the artifact logs those builds
 // wrote to are read and rewritten, never a scan of every log (apply_gc).
+// A produced event's `inputs` names its input manifest, whose log holds a
+// copy of it: the manifests those builds used are found the same way, and
+// one left with no users goes with its reverse index lines.
 
 #include <fingerprint/store/store.hpp>
 
@@ -81,6 +84,10 @@ struct GcResult
   };
   Files logs;
   Files indexes;
+  // Input manifests left with no users (removed, never rewritten), and
+  // the reverse index files that lost their lines.
+  Files manifests;
+  Files reverse_indexes;
   size_t events_dropped = 0;
   std::vector<std::string> failures; // gc went on past each
 };
@@ -94,10 +101,13 @@ using GcProgress = std::function<void(size_t, size_t)>;
 // CI's run id, `record --build-id`) go by their recorded time alone.
 Expected<GcPlan> plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress = {});
 
-// Drops the plan's events: from the artifact logs first, the build indexes
-// last, so that an interrupted gc leaves indexes that still name every log
-// it had not cleaned yet, and a second run finishes. With `dry_run`, only
-// counts.
+// Drops the plan's events: from the artifact logs first (a manifest's log
+// among them), then the build indexes, so that an interrupted gc leaves
+// indexes that still name every log it had not cleaned yet, and a second
+// run finishes; last, the input manifests left with no users, each under
+// its log's exclusive lock, its reverse index lines before the manifest
+// itself (a manifest the store has is indexed whole). With `dry_run`,
+// only counts.
 GcResult apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress& progress = {});
 
 } // namespace fingerprint::store

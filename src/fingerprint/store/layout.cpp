@@ -18,7 +18,7 @@ namespace {
 
 using util::Fd;
 
-constexpr std::string_view k_leftover = "a temporary file left by an interrupted compaction or repair";
+constexpr std::string_view k_leftover = "a temporary file left by an interrupted compaction, repair or manifest write";
 
 std::string_view
 tag_name(TempTag tag)
@@ -111,13 +111,16 @@ public:
     m_out.entries.push_back(std::move(entry));
   }
 
+  // One content-addressed tree: <tree>/<algorithm>/<2 hex>/<hex><suffix>,
+  // each such file of kind `kind`, anything else a stray (a temporary file
+  // of an interrupted writer is a leftover).
   void
-  objects(int root_fd)
+  content_tree(int root_fd, std::string_view tree, std::string_view suffix, Entry::Kind kind)
   {
-    Fd objects_fd;
-    const std::string objects_dir(k_objects);
-    for (const Listed& algorithm : list(root_fd, objects_dir, objects_dir, objects_fd)) {
-      const std::string algorithm_dir = objects_dir + "/" + algorithm.name;
+    Fd tree_fd;
+    const std::string tree_dir(tree);
+    for (const Listed& algorithm : list(root_fd, tree_dir, tree_dir, tree_fd)) {
+      const std::string algorithm_dir = tree_dir + "/" + algorithm.name;
       if (algorithm.type != DT_DIR || !digest::parse_algorithm(algorithm.name)) {
         // A directory of no known algorithm is "not a regular file".
         stray(algorithm_dir,
@@ -126,7 +129,7 @@ public:
         continue;
       }
       Fd algorithm_fd;
-      for (const Listed& shard : list(objects_fd.get(), algorithm.name, algorithm_dir, algorithm_fd)) {
+      for (const Listed& shard : list(tree_fd.get(), algorithm.name, algorithm_dir, algorithm_fd)) {
         const std::string shard_dir = algorithm_dir + "/" + shard.name;
         if (shard.type != DT_DIR) {
           stray(shard_dir, shard.name, shard.type);
@@ -135,8 +138,8 @@ public:
         Fd shard_fd;
         for (const Listed& file : list(algorithm_fd.get(), shard.name, shard_dir, shard_fd)) {
           const std::string relative = shard_dir + "/" + file.name;
-          if (file.name.ends_with(k_log_suffix)) {
-            const std::string hex = file.name.substr(0, file.name.size() - k_log_suffix.size());
+          if (file.name.ends_with(suffix)) {
+            const std::string hex = file.name.substr(0, file.name.size() - suffix.size());
             auto key = parse_digest_key(algorithm.name + ":" + hex);
             if (key && shard.name.size() == 2 && hex.starts_with(shard.name)) {
               if (file.type != DT_REG) {
@@ -147,7 +150,7 @@ public:
               }
               Entry entry;
               entry.relative = relative;
-              entry.kind = Entry::Kind::artifact_log;
+              entry.kind = kind;
               entry.key = std::move(*key);
               m_out.entries.push_back(std::move(entry));
               continue;
@@ -157,6 +160,19 @@ public:
         }
       }
     }
+  }
+
+  void
+  objects(int root_fd)
+  {
+    content_tree(root_fd, k_objects, k_log_suffix, Entry::Kind::artifact_log);
+  }
+
+  void
+  manifests(int root_fd)
+  {
+    content_tree(root_fd, k_manifests, "", Entry::Kind::manifest);
+    content_tree(root_fd, k_inputs, "", Entry::Kind::reverse_index);
   }
 
   void
@@ -354,11 +370,14 @@ walk(int root_fd, WalkScope scope)
   if (scope == WalkScope::everything) {
     walker.root_leftovers(root_fd);
   }
-  if (scope != WalkScope::builds) {
+  if (scope == WalkScope::logs || scope == WalkScope::everything) {
     walker.objects(root_fd);
   }
-  if (scope != WalkScope::logs) {
+  if (scope == WalkScope::builds || scope == WalkScope::everything) {
     walker.builds(root_fd);
+  }
+  if (scope == WalkScope::manifests || scope == WalkScope::everything) {
+    walker.manifests(root_fd);
   }
   return out;
 }

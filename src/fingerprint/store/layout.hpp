@@ -75,11 +75,13 @@ struct Entry
   {
     artifact_log,
     build_index,
-    stray, // not a log: a leftover temporary file, a symbolic link, ...
+    manifest,      // manifests/<algorithm>/<2 hex>/<hex>
+    reverse_index, // inputs/<algorithm>/<2 hex>/<hex>
+    stray,         // not a log: a leftover temporary file, a symbolic link, ...
   };
   std::string relative; // below the root
   Kind kind = Kind::stray;
-  DigestKey key;  // artifact_log
+  DigestKey key;  // artifact_log, manifest, reverse_index (the input's)
   BuildRef build; // build_index, decoded
   std::string why_stray;
   bool leftover = false; // a stray that is an interrupted writer's temporary file
@@ -108,7 +110,8 @@ enum class WalkScope
 {
   logs,       // objects/
   builds,     // builds/
-  everything, // the root's leftovers, objects/ and builds/ (fsck)
+  manifests,  // manifests/ and inputs/
+  everything, // the root's leftovers, objects/, builds/, manifests/ and inputs/ (fsck)
 };
 
 // Walks the store below `root_fd` without following a symbolic link; a

@@ -209,6 +209,50 @@ parse_lines(std::string_view text, const std::string& file, LogContents& out)
   }
 }
 
+namespace {
+
+// Raises an older store's format file (open as `fd`, holding `text`) to the
+// current format, whole or not at all: a new file under a private name,
+// fsync'ed, renamed over the old one, the directory fsync'ed. Two writers
+// upgrading at once both rename a format-2 file into place.
+Expected<void>
+upgrade_format(int root_fd, const std::string& path, int fd, const std::string& text)
+{
+  const std::string name(k_format_file);
+  const std::string temp = layout::temp_name(name, layout::TempTag::create);
+  Fd out(::openat(root_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  auto failed = [&](const std::string& why) {
+    if (out) {
+      ::unlinkat(root_fd, temp.c_str(), 0);
+    }
+    return make_error(path, "cannot upgrade the store to format " + std::to_string(k_current_format) + ": " + why);
+  };
+  if (!out) {
+    return failed(util::errno_text(errno));
+  }
+  // A group-shared store's format file stays readable to the group.
+  if (auto access = util::copy_access(fd, out.get()); !access) {
+    return failed(access.error().message);
+  }
+  auto written = util::write_all(out.get(), upgrade_format_file(text, util::now_ns()));
+  if (!written) {
+    return failed(written.error().message);
+  }
+  if (::fsync(out.get()) != 0) {
+    return failed(util::errno_text(errno));
+  }
+  if (::renameat(root_fd, temp.c_str(), root_fd, name.c_str()) != 0) {
+    return failed(util::errno_text(errno));
+  }
+  out.reset();
+  if (auto synced = util::fsync_directory(root_fd); !synced) {
+    return make_error(path, synced.error().message);
+  }
+  return {};
+}
+
+} // namespace
+
 Expected<void>
 ensure_format_file(int root_fd, const std::string& root)
 {
@@ -221,8 +265,12 @@ ensure_format_file(int root_fd, const std::string& root)
       if (!text) {
         return make_error(path, text.error().message);
       }
-      if (auto format = check_format_file(*text, path); !format) {
+      auto format = check_format_file(*text, path);
+      if (!format) {
         return format.error();
+      }
+      if (*format < k_current_format) {
+        return upgrade_format(root_fd, path, fd.get(), *text);
       }
       return {};
     }
@@ -346,6 +394,52 @@ replace_locked(int root_fd,
     return {}; // the lock on the old inode goes with `fd`
   }
   return make_error(display, "log kept being replaced while rewriting it");
+}
+
+Expected<HeldLog>
+hold_log(int root_fd, const std::string& relative, const std::string& display)
+{
+  const auto [dir, name] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(root_fd, dir, true);
+  if (!dir_fd) {
+    return make_error(display, dir_fd.error().message);
+  }
+  HeldLog held{std::move(*dir_fd), Fd(), std::string(name)};
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    Fd fd(::openat(held.dir.get(), held.name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666));
+    if (!fd) {
+      return make_error(
+        display, errno == ELOOP ? "is a symbolic link (not followed inside the store)" : util::errno_text(errno));
+    }
+    if (!lock(fd.get(), LOCK_EX)) {
+      return make_error(display, "cannot lock: " + util::errno_text(errno));
+    }
+    if (!still_linked(held.dir.get(), held.name, fd.get())) {
+      continue;
+    }
+    struct stat st
+    {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return make_error(display, "not a regular file");
+    }
+    if (auto refused = refused_file(root_fd, st)) {
+      return make_error(display, *refused + " (run: fingerprint fsck --repair)");
+    }
+    held.fd = std::move(fd);
+    return held;
+  }
+  return make_error(display, "log kept being replaced while locking it");
+}
+
+void
+remove_held_if_empty(const HeldLog& log)
+{
+  struct stat st
+  {};
+  if (still_linked(log.dir.get(), log.name, log.fd.get()) && ::fstat(log.fd.get(), &st) == 0 && st.st_size == 0) {
+    ::unlinkat(log.dir.get(), log.name.c_str(), 0);
+    (void)util::fsync_directory(log.dir.get());
+  }
 }
 
 // Whether a log of `size` bytes ends in a torn line. A live writer's line

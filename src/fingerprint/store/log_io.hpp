@@ -22,7 +22,9 @@ namespace fingerprint::store::detail {
 Expected<util::Fd> open_below(int root_fd, const std::string& relative, int flags, bool create_parents);
 
 // Creates the store's format file when it is missing (two processes
-// creating a store at once agree on one), and checks it.
+// creating a store at once agree on one), and checks it; an older store's
+// is upgraded in place to the current format (format.hpp), since what a
+// writer adds now is of the current format.
 Expected<void> ensure_format_file(int root_fd, const std::string& root);
 
 // Why the store file with status `st` must not be written to, if it must
@@ -85,6 +87,21 @@ Expected<void> replace_locked(int root_fd,
                               layout::TempTag tag,
                               bool take_lock,
                               const Decide& decide);
+
+// A log held under its exclusive flock(), created (empty) when missing: what
+// gc holds while it removes an input manifest whose log is empty, so that
+// no record call appends a user of the manifest meanwhile (an appender
+// waits, then finds the name gone and starts a new log).
+struct HeldLog
+{
+  util::Fd dir;
+  util::Fd fd; // open read-write
+  std::string name;
+};
+Expected<HeldLog> hold_log(int root_fd, const std::string& relative, const std::string& display);
+
+// Removes the held log if it is still its name's file and empty.
+void remove_held_if_empty(const HeldLog& log);
 
 // Whether a log of `size` bytes, open as `fd`, ends in a line cut short by
 // a writer that died mid-write (and not one a live writer is still copying).

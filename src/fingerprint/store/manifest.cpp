@@ -53,14 +53,14 @@ std::string_view
 role_name(Role role)
 {
   switch (role) {
-  case Role::link:
-    return "link";
-  case Role::compile:
-    return "compile";
-  case Role::interface:
-    return "interface";
-  case Role::declared:
-    return "declared";
+    case Role::link:
+      return "link";
+    case Role::compile:
+      return "compile";
+    case Role::interface:
+      return "interface";
+    case Role::declared:
+      return "declared";
   }
   return "link";
 }
@@ -94,12 +94,11 @@ normalize(Manifest& manifest)
     return a.path != b.path ? a.path < b.path : a.role < b.role;
   };
   std::sort(manifest.entries.begin(), manifest.entries.end(), order);
-  manifest.entries.erase(std::unique(manifest.entries.begin(),
-                                     manifest.entries.end(),
-                                     [](const ManifestEntry& a, const ManifestEntry& b) {
-                                       return a.path == b.path && a.role == b.role;
-                                     }),
-                         manifest.entries.end());
+  manifest.entries.erase(
+    std::unique(manifest.entries.begin(),
+                manifest.entries.end(),
+                [](const ManifestEntry& a, const ManifestEntry& b) { return a.path == b.path && a.role == b.role; }),
+    manifest.entries.end());
 }
 
 std::string

@@ -37,7 +37,7 @@ std::optional<Role> role_of_code(char code);
 struct ManifestEntry
 {
   Role role = Role::link;
-  std::string hex;  // the input's digest, in the manifest's algorithm
+  std::string hex; // the input's digest, in the manifest's algorithm
   uint64_t size = 0;
   std::string path; // where the build step read it: absolute, exact bytes
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/manifest.hpp>
 #include <fingerprint/store/store.hpp>
 
 #include <functional>
@@ -31,18 +32,33 @@ struct MigrateLog
   std::vector<MigrateRow> rows; // in the order they were appended
 };
 
+// One input manifest of the directory (manifests/), checked: it decodes and
+// hashes to its name.
+struct MigrateManifest
+{
+  std::string file; // for messages
+  DigestKey key;
+  std::string encoded;
+  Manifest manifest;
+};
+
 // Everything migrate() read from a directory store, every line of it
-// readable.
+// readable. A manifest's own log (the produced events made from it, each a
+// copy of the line in its product's log) is not among `logs`: a database
+// finds those events by their `inputs`. A line found only there (its
+// product's copy lost) is in its product's log here, so nothing is lost.
 struct Migration
 {
+  std::vector<MigrateManifest> manifests; // written before the events that name them
   std::vector<MigrateLog> logs;
+  size_t logs_read = 0;                                // manifests' logs included
   std::vector<std::vector<std::string>> build_indexes; // each build index's lines, in its order
 };
 
-// Copies every artifact log of `source` into `target`, idempotently: events
-// already there (as many times as the directory has them) are not copied
-// again. Refuses, before writing anything, a directory store with unreadable
-// lines. `progress` gets (done, total): reading every log is the first half.
+// Copies every input manifest and artifact log of `source` into `target`,
+// idempotently: manifests the target has and events already there (as many
+// times as the directory has them) are not copied again. Refuses, before writing anything, a directory store with
+// unreadable lines. `progress` gets (done, total): reading every log is the first half.
 Expected<MigrateReport> migrate(const DirectoryStore& source,
                                 const Store& target,
                                 const std::function<void(size_t, size_t)>& progress);

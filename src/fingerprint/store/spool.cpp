@@ -1,6 +1,7 @@
 #include <fingerprint/digest/algorithm.hpp>
 #include <fingerprint/digest/hasher.hpp>
 #include <fingerprint/store/log_io.hpp>
+#include <fingerprint/store/manifest.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
@@ -27,6 +28,10 @@ namespace fingerprint::store {
 namespace {
 
 constexpr int k_spool_format = 1;
+// An entry with input manifests: a runner that knows format 1 only sets it
+// aside (damaged/, never deleted) rather than deliver events whose
+// manifests it would leave behind. Entries without any stay format 1.
+constexpr int k_spool_format_manifests = 2;
 // A call is a few hundred events of a few hundred bytes; anything far
 // larger is not an entry we wrote.
 constexpr size_t k_max_entry_size = 256 * 1024 * 1024;
@@ -234,11 +239,85 @@ write_whole(int tmp_dir_fd, const std::string& tmp, int dir_fd, const std::strin
   return written;
 }
 
+struct EntryManifest
+{
+  DigestKey key;
+  std::string encoded;
+  Manifest manifest;
+};
+
 struct Entry
 {
   std::string call;
+  std::vector<EntryManifest> manifests;
   std::vector<Event> events;
 };
+
+// A manifest is what its name says: it decodes, in its name's algorithm,
+// and its bytes hash to that name. `where` names it in the error.
+Expected<Manifest>
+checked_manifest(const DigestKey& key, const std::string& encoded, const std::string& where)
+{
+  auto manifest = decode_manifest(encoded, where);
+  if (!manifest) {
+    return manifest.error();
+  }
+  auto named = manifest_key(key.algorithm, encoded);
+  if (!named) {
+    return named.error();
+  }
+  if (manifest->algorithm != key.algorithm || *named != key) {
+    return make_error(where, "input manifest " + key.str() + ": its bytes hash to " + named->str());
+  }
+  return manifest;
+}
+
+int
+hex_nibble(char c)
+{
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// One manifest line: {"manifest": "sha256:<hex>", "bytes": "<hex of its bytes>"}.
+Expected<EntryManifest>
+parse_manifest_line(std::string_view line, const std::string& where)
+{
+  EntryManifest read;
+  std::string hex;
+  try {
+    const auto object = nlohmann::json::parse(line);
+    if (!object.is_object() || !object.contains("manifest") || !object["manifest"].is_string()
+        || !object.contains("bytes") || !object["bytes"].is_string()) {
+      return make_error(where, "not an input manifest's line");
+    }
+    auto key = parse_digest_key(object["manifest"].get<std::string>());
+    if (!key) {
+      return make_error(where, key.error().message);
+    }
+    read.key = std::move(*key);
+    hex = object["bytes"].get<std::string>();
+  } catch (const nlohmann::json::exception& error) {
+    return make_error(where, error.what());
+  }
+  if (hex.size() % 2 != 0) {
+    return make_error(where, "input manifest " + read.key.str() + ": its bytes are not hex");
+  }
+  read.encoded.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int high = hex_nibble(hex[i]);
+    const int low = hex_nibble(hex[i + 1]);
+    if (high < 0 || low < 0) {
+      return make_error(where, "input manifest " + read.key.str() + ": its bytes are not hex");
+    }
+    read.encoded += static_cast<char>(high << 4 | low);
+  }
+  auto manifest = checked_manifest(read.key, read.encoded, where);
+  if (!manifest) {
+    return manifest.error();
+  }
+  read.manifest = std::move(*manifest);
+  return read;
+}
 
 // One journaled call, checked line by line; the error names the file (and line).
 Expected<Entry>
@@ -263,6 +342,7 @@ read_entry(int calls_fd, const std::string& path, const std::string& name)
   }
   Entry entry;
   size_t expected = 0;
+  size_t manifests = 0;
   size_t line_number = 0;
   for (size_t start = 0; start < text->size();) {
     const size_t end = text->find('\n', start);
@@ -272,13 +352,20 @@ read_entry(int calls_fd, const std::string& path, const std::string& name)
     if (line_number == 1) {
       try {
         const auto header = nlohmann::json::parse(line);
-        if (!header.is_object() || header.value("spool", 0) != k_spool_format || !header.contains("call")
-            || !header["call"].is_string() || !header.contains("events") || !header["events"].is_number_unsigned()) {
+        const int format = header.is_object() ? header.value("spool", 0) : 0;
+        if ((format != k_spool_format && format != k_spool_format_manifests) || !header.contains("call")
+            || !header["call"].is_string() || !header.contains("events") || !header["events"].is_number_unsigned()
+            || (format == k_spool_format_manifests
+                && (!header.contains("manifests") || !header["manifests"].is_number_unsigned()))) {
           return make_error(file + ":1",
-                            "not a journaled call's header (format " + std::to_string(k_spool_format) + ")");
+                            "not a journaled call's header (format " + std::to_string(k_spool_format) + " or "
+                              + std::to_string(k_spool_format_manifests) + ")");
         }
         entry.call = header["call"].get<std::string>();
         expected = header["events"].get<size_t>();
+        if (format == k_spool_format_manifests) {
+          manifests = header["manifests"].get<size_t>();
+        }
       } catch (const nlohmann::json::exception& error) {
         return make_error(file + ":1", error.what());
       }
@@ -287,11 +374,24 @@ read_entry(int calls_fd, const std::string& path, const std::string& name)
       }
       continue;
     }
+    if (entry.manifests.size() < manifests) {
+      auto manifest = parse_manifest_line(line, file + ":" + std::to_string(line_number));
+      if (!manifest) {
+        return manifest.error();
+      }
+      entry.manifests.push_back(std::move(*manifest));
+      continue;
+    }
     auto event = parse_event(line);
     if (!event) {
       return make_error(file + ":" + std::to_string(line_number), event.error().message);
     }
     entry.events.push_back(std::move(*event));
+  }
+  if (entry.manifests.size() != manifests) {
+    return make_error(file,
+                      "holds " + std::to_string(entry.manifests.size()) + " input manifests, its header says "
+                        + std::to_string(manifests));
   }
   if (entry.events.size() != expected) {
     return make_error(
@@ -448,15 +548,33 @@ Spool::has_waiting() const
 }
 
 Expected<Spooled>
-Spool::add(const std::string& call, const std::vector<Event>& events, bool mark_build) const
+Spool::add(const std::string& call,
+           const std::vector<Event>& events,
+           const std::vector<SpooledManifest>& manifests,
+           bool mark_build) const
 {
   if (events.empty()) {
     return Error{"nothing to spool"};
   }
-  std::string text =
-    nlohmann::json{{"spool", k_spool_format}, {"call", call}, {"store", m_url}, {"events", events.size()}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace)
-    + "\n";
+  nlohmann::json header{{"spool", manifests.empty() ? k_spool_format : k_spool_format_manifests},
+                        {"call", call},
+                        {"store", m_url},
+                        {"events", events.size()}};
+  if (!manifests.empty()) {
+    header["manifests"] = manifests.size();
+  }
+  std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (const auto& [key, encoded] : manifests) {
+    // What delivery would find wrong is refused now: the journal is the only copy.
+    if (auto checked = checked_manifest(key, encoded, m_directory); !checked) {
+      return checked.error();
+    }
+    text +=
+      nlohmann::json{{"manifest", key.str()},
+                     {"bytes", util::to_hex(reinterpret_cast<const unsigned char*>(encoded.data()), encoded.size())}}
+        .dump();
+    text += '\n';
+  }
   for (const Event& event : events) {
     auto stored = stored_form(event);
     if (!stored) {
@@ -556,6 +674,7 @@ Spool::contents() const
     }
     ++contents.calls;
     contents.events += entry->events.size();
+    contents.manifests += entry->manifests.size();
   }
   return contents;
 }
@@ -629,7 +748,22 @@ Spool::deliver(const Store& store,
         }
         continue;
       }
-      auto appended = store.append_call(entry->call, entry->events);
+      // The manifests first, as a hook puts them: the events that name them
+      // find them whole. Put again after a deliverer died, each is the same
+      // one, and the store keeps it once.
+      size_t manifests_new = 0;
+      Expected<bool> appended = true;
+      for (const EntryManifest& manifest : entry->manifests) {
+        auto put = store.put_manifest(manifest.key, manifest.encoded, manifest.manifest);
+        if (!put) {
+          appended = put.error();
+          break;
+        }
+        manifests_new += *put ? 1 : 0;
+      }
+      if (appended) {
+        appended = store.append_call(entry->call, entry->events);
+      }
       if (!appended) {
         if (appended.error().unavailable) {
           report.error = appended.error();
@@ -658,6 +792,7 @@ Spool::deliver(const Store& store,
           make_error(calls_path + "/" + name, "delivered, but cannot be removed: " + util::errno_text(errno));
         return report;
       }
+      report.manifests += manifests_new;
       if (*appended) {
         ++report.delivered;
         report.events += entry->events.size();

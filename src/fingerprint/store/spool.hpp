@@ -9,7 +9,8 @@
 //     url                      the database's URL, its password masked (for people and `sync`)
 //     lock                     flock()ed by whoever delivers; never unlinked
 //     sequence                 the last entry's number, flock()ed while an entry is added
-//     calls/<seq>-<call>.jsonl   one record call: a header line, then its events as a store writes them
+//     calls/<seq>-<call>.jsonl   one record call: a header line, its input manifests (one line each,
+//                              their bytes in hex), then its events as a store writes them
 //     warned/<digest>          one per build that was told it spooled (a warning per build, not per target)
 //     refused/                 calls the database refused outright, set aside (never deleted;
 //                              `sync --retry-refused` puts them back)
@@ -23,7 +24,9 @@
 // `calls/` exists only while something waits: a hook with nothing to
 // deliver pays one stat() (has_waiting). The call id goes into the database
 // in the same transaction as the events (Store::append_call), so a deliverer
-// killed between the commit and the unlink cannot deliver a call twice.
+// killed between the commit and the unlink cannot deliver a call twice. A
+// call's input manifests are put before its events (Store::put_manifest):
+// named by their bytes, a manifest put again is the same one, stored once.
 
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/store/store.hpp>
@@ -34,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fingerprint::store {
@@ -57,6 +61,7 @@ struct SpoolContents
 {
   size_t calls = 0;
   size_t events = 0;
+  size_t manifests = 0;              // input manifests that go with the calls
   std::vector<std::string> problems; // entries that cannot be read, each naming its file
   size_t refused = 0;                // entries in refused/ (the database would not take them)
   size_t damaged = 0;                // entries in damaged/ (unreadable, set aside)
@@ -75,6 +80,7 @@ struct DeliveryReport
   size_t delivered = 0;    // calls the store took now
   size_t already = 0;      // calls it held already (their deliverer died before removing them)
   size_t events = 0;       // events of the calls delivered now
+  size_t manifests = 0;    // input manifests the store took now (those it had are not counted)
   size_t refused = 0;      // calls the store refused, moved to refused/
   size_t damaged = 0;      // unreadable entries moved to damaged/
   bool locked_out = false; // another process delivers this journal right now: nothing done
@@ -82,6 +88,10 @@ struct DeliveryReport
   std::vector<std::string> problems;
   std::optional<Error> error; // the store failed: delivery stopped, the rest waits
 };
+
+// An input manifest that goes with a journaled call: its name and its
+// bytes (store/manifest.hpp).
+using SpooledManifest = std::pair<DigestKey, std::string>;
 
 // What Spool::add did.
 struct Spooled
@@ -115,18 +125,22 @@ public:
   // Whether a call may wait here: one stat().
   bool has_waiting() const;
 
-  // Journals one record call (`call`: new_call_id()), whole or not at all,
-  // durably (fsynced: it is the only copy). Refused, and nothing written,
-  // when an event could not be stored in a database.
+  // Journals one record call (`call`: new_call_id()) with the input
+  // manifests its events name, whole or not at all, durably (fsynced: it is
+  // the only copy). Refused, and nothing written, when an event could not be
+  // stored in a database or a manifest is not what its name says.
   // With `mark_build` false (a call journaled behind older ones, the server
   // up), the build is not marked as told: a later outage still warns it.
-  Expected<Spooled> add(const std::string& call, const std::vector<Event>& events, bool mark_build = true) const;
+  Expected<Spooled> add(const std::string& call,
+                        const std::vector<Event>& events,
+                        const std::vector<SpooledManifest>& manifests,
+                        bool mark_build = true) const;
 
   // Counts what waits (reads every entry).
   SpoolContents contents() const;
 
   // Delivers the waiting calls to `store`, oldest first, each with
-  // Store::append_call, removing an entry only once the store took it, up
+  // Store::put_manifest for its manifests, then Store::append_call, removing an entry only once the store took it, up
   // to `limit` (then cut_short). Holds the journal's lock throughout, so two
   // deliverers never deliver at once; with `wait` false, returns at once
   // (locked_out, nothing done) when another holds it. Calls journaled

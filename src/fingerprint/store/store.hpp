@@ -75,9 +75,11 @@ struct FsckFinding
 
 struct FsckReport
 {
-  size_t logs = 0;          // artifact logs read
-  size_t build_indexes = 0; // build index files read
-  size_t events = 0;        // readable events in them
+  size_t logs = 0;            // artifact logs read
+  size_t build_indexes = 0;   // build index files read
+  size_t manifests = 0;       // input manifests read
+  size_t reverse_indexes = 0; // reverse index files (inputs/) read
+  size_t events = 0;          // readable events in them
   std::vector<FsckFinding> findings;
   size_t repaired = 0;        // findings that --repair dealt with
   size_t events_restored = 0; // events a rebuilt log got back from its counterparts
@@ -103,10 +105,12 @@ struct ConsumerHit
 // What `migrate` did.
 struct MigrateReport
 {
-  size_t logs = 0;           // artifact logs read from the directory
-  size_t events_read = 0;    // events in them
-  size_t events_copied = 0;  // events written
-  size_t events_present = 0; // already there (a second run copies none)
+  size_t logs = 0;              // artifact logs read from the directory
+  size_t events_read = 0;       // events in them
+  size_t events_copied = 0;     // events written
+  size_t events_present = 0;    // already there (a second run copies none)
+  size_t manifests_copied = 0;  // input manifests written
+  size_t manifests_present = 0; // already there
 };
 
 struct Migration; // what migrate() read from a directory store (migrate.hpp)

@@ -169,7 +169,9 @@ TEST(Event, AFieldIsRequiredExactlyForTheKindsTheTableSays)
         event.*field.text += "/\xff"; // a line has the field only then
       }
       if (field.optional) {
-        event.*field.text = field.check == FieldCheck::digest ? k_b : "compile"; // likewise
+        event.*field.text = field.check == FieldCheck::digest          ? k_b // likewise
+                            : field.check == FieldCheck::absolute_path ? "/src/a.hpp"
+                                                                       : "compile";
       }
       const auto parsed = parse_event(serialize(event));
       ASSERT_TRUE(parsed) << parsed.error().message;
@@ -200,9 +202,9 @@ TEST(Event, AFieldIsRequiredExactlyForTheKindsTheTableSays)
   }
   // version is the one field any kind may lack, path_bytes and
   // build_dir_bytes are only there for a path that is not UTF-8, and a
-  // consumed event's role and a produced one's inputs are newer than the
-  // oldest lines.
-  EXPECT_EQ(accepted, 3u * 3u + 2u);
+  // consumed event's role, a produced one's inputs and an installed one's
+  // source are newer than the oldest lines.
+  EXPECT_EQ(accepted, 3u * 3u + 3u);
   EXPECT_EQ(refused, 3u * 11u + 2u);
 }
 

@@ -1,0 +1,160 @@
+#include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/common.hpp>
+#include <fingerprint/hook/build_id.hpp>
+#include <fingerprint/hook/recorder.hpp>
+#include <fingerprint/util/process.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <exception>
+#include <set>
+#include <sys/stat.h>
+
+namespace fingerprint::cmd {
+
+namespace {
+
+constexpr OptionSpec k_options[] = {
+  {"project", OptionKind::value, "P", "the project; required"},
+  {"version", OptionKind::value, "V", "the project's version"},
+  {"build-dir", OptionKind::value, "D", "the build tree (its build ids are counted there); required"},
+  {"output", OptionKind::value, "FILE", "the custom command's first output (empty: not a generating command)"},
+  {"required", OptionKind::flag, {}, "fail the build step when recording fails (else warn)"},
+  {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
+};
+
+// Timestamps come from the kernel's coarse clock, which may lag the clock
+// this process reads by a tick: an output written just after the command
+// started can look older by this much.
+constexpr int64_t k_clock_slack_ns = 20'000'000;
+
+bool
+regular_file(const std::string& path, struct stat& st)
+{
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// What a custom command read, as far as its command line says: the program
+// and every argument that names an existing file other than its output.
+// CMake does not hand a launcher the command's DEPENDS.
+std::vector<hook::Input>
+command_inputs(const std::vector<std::string>& command, const std::string& output)
+{
+  std::vector<hook::Input> inputs;
+  std::set<std::string> seen{output};
+  for (size_t i = 0; i < command.size(); ++i) {
+    std::string path = command[i];
+    if (i == 0 && path.find('/') == std::string::npos) {
+      path = util::find_program(path).value_or("");
+    }
+    // "--in=/src/data.txt", "-I/src": the part after '=' or the option letters.
+    if (i > 0 && path.starts_with('-')) {
+      const size_t equals = path.find('=');
+      path = equals == std::string::npos ? std::string() : path.substr(equals + 1);
+    }
+    struct stat st
+    {};
+    if (path.empty() || !regular_file(path, st)) {
+      continue;
+    }
+    path = absolute_path(path);
+    if (seen.insert(path).second) {
+      inputs.push_back({std::move(path), store::Role::declared});
+    }
+  }
+  return inputs;
+}
+
+Expected<size_t>
+record_generated(const Args& args, const std::string& output, Context& context)
+{
+  auto algorithm = algorithm_option(args);
+  if (!algorithm) {
+    return algorithm.error();
+  }
+  auto root = store_path(args);
+  if (!root) {
+    return root.error();
+  }
+  const std::string build_dir = absolute_path(*args.value("build-dir"));
+  hook::RecordRequest request;
+  request.store_root = *root;
+  request.project = *args.value("project");
+  request.version = args.value("version").value_or("");
+  request.target = output.starts_with(build_dir + "/") ? output.substr(build_dir.size() + 1) : output;
+  request.build_dir = build_dir;
+  request.algorithm = *algorithm;
+  request.spool = !args.flag("required");
+  request.produced = {output};
+  request.consumed = command_inputs(args.positional(), output);
+  request.build_id = hook::build_id_from_environment();
+  if (request.build_id.empty()) {
+    auto counted = hook::build_id_from_invocation(build_dir);
+    if (!counted) {
+      return counted.error();
+    }
+    request.build_id = *counted;
+  }
+  std::vector<std::string> file_errors;
+  auto recorded = hook::record(
+    request,
+    [&](const Error& error) { file_errors.push_back(error.message); },
+    [&](const std::string& warning) { print_warning(context, warning); });
+  if (!recorded && !file_errors.empty()) {
+    return Error{recorded.error().message + " (" + file_errors.front() + ")"};
+  }
+  return recorded;
+}
+
+int
+run(const Args& args, Context& context, Prepared& /*prepared*/)
+{
+  if (args.positional().empty() || !args.value("project") || !args.value("build-dir")) {
+    print_error(context, "generate: --project, --build-dir and -- COMMAND... are required");
+    return k_exit_usage;
+  }
+  const int64_t started = util::now_ns();
+  const std::string output = args.value("output").value_or("");
+  if (!output.empty()) {
+    hook::claim_build_id(absolute_path(*args.value("build-dir")));
+  }
+  auto status = util::run_program(args.positional());
+  if (!status) {
+    print_error(context, status.error().message);
+    return 127;
+  }
+  struct stat st
+  {};
+  const std::string path = output.empty() ? output : absolute_path(output);
+  // Of a custom command's several commands, the one that wrote the output;
+  // the others leave it missing or as an earlier build left it.
+  if (*status != 0 || path.empty() || !regular_file(path, st)
+      || static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec < started - k_clock_slack_ns) {
+    return *status;
+  }
+  Expected<size_t> recorded = Error{};
+  try {
+    recorded = record_generated(args, path, context);
+  } catch (const std::exception& error) {
+    recorded = Error{std::string("internal error: ") + error.what()};
+  }
+  if (!recorded) {
+    const std::string message = display_path(path) + ": not fingerprinted: " + recorded.error().message;
+    if (args.flag("required")) {
+      print_error(context, message + " (FINGERPRINT_REQUIRED is ON)");
+      return k_exit_failure;
+    }
+    print_warning(context, message + " (FINGERPRINT_REQUIRED is OFF, the build goes on)");
+  }
+  return k_exit_ok;
+}
+
+} // namespace
+
+extern const Command k_generate_command{
+  .name = "generate",
+  .synopsis = "--project P --build-dir D [--output=FILE] [options] -- COMMAND...",
+  .summary = "run a custom command and record the file it generated (the CMake module's custom-command hook)",
+  .options = k_options,
+  .run = run};
+
+} // namespace fingerprint::cmd

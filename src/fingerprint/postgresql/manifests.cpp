@@ -1,0 +1,84 @@
+#include <fingerprint/postgresql/postgres_store.hpp>
+#include <fingerprint/postgresql/schema.hpp>
+#include <fingerprint/postgresql/session.hpp>
+
+#include <set>
+
+// Input manifests in the database (schema version 2): each manifest's bytes
+// in fingerprint_manifests, its entries in fingerprint_manifest_entries (the
+// reverse index), and a produced event's `inputs` column naming the manifest
+// it was made from (its "users", which a directory store lists in the
+// manifest's own log).
+
+namespace fingerprint::store {
+
+using postgresql::Session;
+
+Expected<bool>
+PostgresStore::put_manifest(const DigestKey& key, const std::string& encoded, const Manifest& manifest, Warnings*) const
+{
+  if (!m_has_schema) {
+    return Error{m_location + ": store not opened for writing"};
+  }
+  if (manifest.algorithm != key.algorithm) {
+    return Error{m_location + ": manifest " + key.str() + " holds digests of another algorithm; nothing was recorded"};
+  }
+  postgresql::ManifestRows rows;
+  rows.add(key, encoded, manifest);
+  auto made = rows.insert(Session(m_connection->conn, m_location), "storing input manifest " + key.str());
+  if (!made) {
+    return made.error();
+  }
+  return *made == 1;
+}
+
+Expected<std::optional<Manifest>>
+PostgresStore::read_manifest(const DigestKey& key) const
+{
+  if (!m_has_schema) {
+    return std::optional<Manifest>();
+  }
+  const std::string where = m_location + ": input manifest " + key.str();
+  auto result = Session(m_connection->conn, m_location)
+                  .run("reading input manifest " + key.str(),
+                       "SELECT algorithm, encode(bytes, 'hex') FROM fingerprint_manifests WHERE digest = $1",
+                       {key.str()});
+  if (!result) {
+    return result.error();
+  }
+  if (PQntuples(result->get()) == 0) {
+    return std::optional<Manifest>();
+  }
+  auto bytes = postgresql::bytes_of_hex(PQgetvalue(result->get(), 0, 1));
+  if (!bytes) {
+    return Error{where + ": its bytes do not read back"};
+  }
+  auto manifest = decode_manifest(*bytes, where);
+  if (!manifest) {
+    return manifest.error();
+  }
+  if (manifest->algorithm != key.algorithm) {
+    return Error{where + ": holds a manifest of another digest algorithm"};
+  }
+  return std::optional<Manifest>(std::move(*manifest));
+}
+
+Expected<std::vector<ManifestUse>>
+PostgresStore::find_manifest_uses(const DigestKey& input, std::vector<LogProblem>& problems) const
+{
+  std::vector<ManifestUse> uses;
+  if (!m_has_schema) {
+    return uses;
+  }
+  auto result = Session(m_connection->conn, m_location)
+                  .run("finding the input manifests of " + input.str(),
+                       "SELECT m.digest, x.role FROM fingerprint_manifest_entries x JOIN fingerprint_manifests m ON "
+                       "m.id = x.manifest WHERE x.input = $1 ORDER BY x.manifest, x.position",
+                       {input.str()});
+  if (!result) {
+    return result.error();
+  }
+  return postgresql::manifest_uses(*result, 0, PQntuples(result->get()), 0, problems);
+}
+
+} // namespace fingerprint::store

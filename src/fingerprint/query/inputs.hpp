@@ -1,0 +1,53 @@
+#pragma once
+
+// What the build index's products were made from: the consumed edges their
+// input manifests (store/manifest.hpp) hold. A recorder writes no consumed
+// events any more, only a `produced` event naming its manifest in `inputs`,
+// so that every question asked of the build index as a whole (build show,
+// builds, graph, export, verify) reads them here, each manifest once.
+
+#include <fingerprint/store/store.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fingerprint::query {
+
+// A consumed event's role as queries report it: an old log's consumed
+// events carry none, and were link edges (or declared ones, which nobody
+// told apart then).
+std::string role_of(const store::Event& event);
+
+class ManifestInputs
+{
+public:
+  explicit ManifestInputs(const store::Store& store)
+    : m_store(store)
+  {
+  }
+
+  // One consumed event per entry of the input manifest that `produced`
+  // names (nothing when it names none): the entry's digest, size, path and
+  // role, the product's digest, and the rest (project, target, build...)
+  // from `produced`, as store::add_manifest_consumers() makes them from the
+  // input's side. A manifest that is missing or unreadable is appended to
+  // `problems` (once) and gives nothing: one damaged file must not hide the
+  // rest of the graph.
+  std::vector<store::Event> of(const store::Event& produced, std::vector<store::LogProblem>& problems);
+
+private:
+  const store::Manifest* manifest(const std::string& key, std::vector<store::LogProblem>& problems);
+
+  const store::Store& m_store;
+  std::map<std::string, std::optional<store::Manifest>> m_manifests; // by "sha256:<hex>"; nullopt: unusable
+};
+
+// Appends to `events` (a build index's, or several) the consumed events of
+// the input manifests of the produced events among them.
+void add_manifest_inputs(const store::Store& store,
+                         std::vector<store::Event>& events,
+                         std::vector<store::LogProblem>& problems);
+
+} // namespace fingerprint::query

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# What the hooks cost a clean build: wall and CPU time of building a project
+# from clean, plain and fingerprinted by injection
+# (-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=<prefix>/lib/cmake/Fingerprint/Fingerprint.cmake:
+# the compile hook and the link hook), alternating, medians. A third tree
+# runs only the compile hook (CMAKE_<LANG>_COMPILER_LAUNCHER set to
+# `fingerprint compile --`, what the module sets), which splits the CPU the
+# hooks add into a share per compile and a share per link. A benchmark, not
+# a test: it asserts nothing about time.
+#
+#   tests/bench/hooks_overhead.sh PREFIX generated [TARGETS=200] [RUNS=5]
+#   tests/bench/hooks_overhead.sh PREFIX gtest [RUNS=5]
+#
+# PREFIX holds the installed runner (bin/fingerprint) and module.
+# `generated`: a project of TARGETS targets in subdirectories (a third
+# static libraries, a third shared libraries linking one, a third programs
+# linking one of each), one source each, including 30 of a pool of 300
+# project headers (each a small class with inline members and its own
+# includes) and <string>, <vector>. `gtest`: GoogleTest's
+# sources as Debian ships them in /usr/src/googletest, configured as
+# tests/cmake/injection.sh does (BUILD_GMOCK=OFF, shared, Release).
+#
+# Each fingerprinted build starts from an empty store and digest cache (the
+# most it can write: every input manifest is new); the store and cache are
+# cleared outside the timed part. Builds run with ninja -j$(nproc).
+#
+# Prints on stdout one line of key=value pairs: the medians (wall ms, CPU
+# user+sys ms) of each tree, the median of the per-round wall ratios
+# hooked/plain, the number of compiles and links, and the CPU the hooks add
+# per compile ((compile-hooked - plain) / compiles) and per link
+# ((hooked - compile-hooked) / links). For `generated`, then a second line
+# with the store's size after a clean build and after an unchanged rebuild
+# (every source touched, bytes kept), see store_sizes below.
+set -euo pipefail
+prefix=$(cd "${1:?usage: $0 PREFIX generated|gtest [TARGETS] [RUNS]}" && pwd)
+project=${2:?usage: $0 PREFIX generated|gtest [TARGETS] [RUNS]}
+if [[ $project == generated ]]; then
+  targets=${3:-200}
+  runs=${4:-5}
+else
+  targets=0
+  runs=${3:-5}
+fi
+module=$prefix/lib/cmake/Fingerprint/Fingerprint.cmake
+fp=$prefix/bin/fingerprint
+[[ -f $module && -x $fp ]] || {
+  echo "error: $prefix has no bin/fingerprint and lib/cmake/Fingerprint/Fingerprint.cmake" >&2
+  exit 1
+}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+work=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-hooks.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+jobs=$(nproc)
+say() { echo "==> $*" >&2; }
+
+# generate DIR: the generated project.
+generate() {
+  local src=$1 i k h third=$((targets / 3)) pool=300
+  mkdir -p "$src/include/gen"
+  RANDOM=20261201 # the same project every run
+  for ((h = 0; h < pool; h++)); do
+    cat >"$src/include/gen/h$h.hpp" <<HPP
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+namespace gen$h {
+// A small value type with inline members, as a project header has.
+class Item$h {
+public:
+  explicit Item$h(std::string name) : m_name(std::move(name)) {}
+  const std::string& name() const { return m_name; }
+  std::uint64_t weight() const { std::uint64_t w = $h; for (char c : m_name) w = w * 31 + static_cast<unsigned char>(c); return w; }
+  void add(int value) { m_values.push_back(value * $((h % 7 + 1))); }
+  int total() const { int t = 0; for (int v : m_values) t += v; return t; }
+private:
+  std::string m_name;
+  std::vector<int> m_values;
+};
+inline int helper$h(int x) { return x * $((h % 13 + 1)) + $h; }
+} // namespace gen$h
+HPP
+  done
+  {
+    echo "cmake_minimum_required(VERSION 3.25)"
+    echo "project(hooks_overhead LANGUAGES CXX)"
+    echo "set(CMAKE_CXX_STANDARD 17)"
+    echo "include_directories(\${PROJECT_SOURCE_DIR}/include)"
+  } >"$src/CMakeLists.txt"
+  for ((i = 0; i < targets; i++)); do
+    local dir=$src/t$i
+    mkdir -p "$dir"
+    echo "add_subdirectory(t$i)" >>"$src/CMakeLists.txt"
+    local picked=() seen=" "
+    while ((${#picked[@]} < 30)); do # 30 distinct headers
+      h=$((RANDOM % pool))
+      [[ $seen == *" $h "* ]] && continue
+      seen+="$h "
+      picked+=("$h")
+    done
+    {
+      echo "#include <string>"
+      echo "#include <vector>"
+      for h in "${picked[@]}"; do echo "#include <gen/h$h.hpp>"; done
+      echo "std::string t$i(int n) {"
+      echo "  std::vector<std::string> parts;"
+      for h in "${picked[@]:0:6}"; do
+        echo "  { gen$h::Item$h item(\"t$i\"); item.add(n); parts.push_back(item.name() + std::to_string(item.total() + gen$h::helper$h(n))); }"
+      done
+      echo "  std::string out;"
+      echo "  for (const auto& part : parts) out += part;"
+      echo "  return out;"
+      echo "}"
+      if ((i >= 2 * third)); then
+        echo "int main(int argc, char**) { return t$i(argc).empty() ? 1 : 0; }"
+      fi
+    } >"$dir/t$i.cpp"
+    if ((i < third)); then
+      printf 'add_library(t%d STATIC t%d.cpp)\nset_property(TARGET t%d PROPERTY POSITION_INDEPENDENT_CODE ON)\n' \
+        "$i" "$i" "$i" >"$dir/CMakeLists.txt"
+    elif ((i < 2 * third)); then
+      printf 'add_library(t%d SHARED t%d.cpp)\ntarget_link_libraries(t%d PRIVATE t%d)\n' \
+        "$i" "$i" "$i" $((i - third)) >"$dir/CMakeLists.txt"
+    else
+      printf 'add_executable(t%d t%d.cpp)\ntarget_link_libraries(t%d PRIVATE t%d t%d)\n' \
+        "$i" "$i" "$i" $(((i - 2 * third) % third + third)) $(((i - 2 * third) % third)) >"$dir/CMakeLists.txt"
+    fi
+  done
+}
+
+src=$work/src
+options=(-DCMAKE_BUILD_TYPE=Release)
+if [[ $project == generated ]]; then
+  say "generating a project of $targets targets in $src"
+  generate "$src"
+else
+  src=/usr/src/googletest
+  [[ -f $src/CMakeLists.txt ]] || {
+    echo "error: $src is missing: apt-get install googletest" >&2
+    exit 1
+  }
+  options+=(-DBUILD_GMOCK=OFF -DBUILD_SHARED_LIBS=ON)
+fi
+
+store=$work/store
+export FINGERPRINT_CACHE_DIR=$work/cache
+unset FINGERPRINT_BUILD_ID
+cmake -S "$src" -B "$work/plain" -G Ninja "${options[@]}" >/dev/null
+cmake -S "$src" -B "$work/hooked" -G Ninja "${options[@]}" -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$module" \
+  -DFINGERPRINT_DIR="$store" >"$work/hooked.configure"
+grep -q "Fingerprinting .* targets" "$work/hooked.configure" || {
+  cat "$work/hooked.configure" >&2
+  echo "error: the injected module hooked nothing" >&2
+  exit 1
+}
+# GoogleTest has two compiles: no per-compile share to split off there.
+trees=(plain hooked compile)
+[[ $project == generated ]] || trees=(plain hooked)
+cmake -S "$src" -B "$work/compile" -G Ninja "${options[@]}" "-DCMAKE_CXX_COMPILER_LAUNCHER=$fp;compile;--" \
+  "-DCMAKE_C_COMPILER_LAUNCHER=$fp;compile;--" >/dev/null
+
+# Each edge's command: compiles (-c) and the rest (links, archives).
+ninja -C "$work/plain" -t commands >"$work/commands"
+compiles=$(grep -c -- ' -c ' "$work/commands" || true)
+links=$(($(wc -l <"$work/commands") - compiles))
+
+# build TREE: a clean build of TREE; appends "wall_ms cpu_ms" to TREE.times.
+build() {
+  local tree=$1
+  ninja -C "$work/$tree" -t clean >/dev/null
+  if [[ $tree == hooked ]]; then
+    rm -rf "$store" "$FINGERPRINT_CACHE_DIR"
+  fi
+  sync
+  /usr/bin/time -f "%e %U %S" -o "$work/time" ninja -C "$work/$tree" -j"$jobs" >"$work/$tree.log" 2>&1 || {
+    tail -20 "$work/$tree.log" >&2
+    echo "error: the $tree build failed" >&2
+    exit 1
+  }
+  awk '{ printf "%.0f %.0f\n", $1 * 1000, ($2 + $3) * 1000 }' "$work/time" >>"$work/$tree.times"
+}
+
+# One untimed build first: the page cache holds the compiler and headers.
+build plain
+for tree in "${trees[@]}"; do : >"$work/$tree.times"; done
+# Rounds rotate the order (plain hooked compile, hooked compile plain, ...),
+# so that no tree always follows the same one.
+for ((r = 0; r < runs; r++)); do
+  for ((k = 0; k < ${#trees[@]}; k++)); do
+    build "${trees[(r + k) % ${#trees[@]}]}"
+  done
+  say "round $((r + 1))/$runs: wall ms plain $(tail -1 "$work/plain.times" | cut -d' ' -f1)," \
+    "hooked $(tail -1 "$work/hooked.times" | cut -d' ' -f1), compile hook only $(tail -1 "$work/compile.times" 2>/dev/null | cut -d' ' -f1)"
+done
+recorded=$("$fp" --store "$store" builds --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))')
+
+"$PY" - "$work" "$compiles" "$links" "$runs" "$recorded" <<'EOF'
+import os, statistics, sys
+work, compiles, links, runs, recorded = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+t = {}
+for tree in ("plain", "hooked", "compile"):
+    if not os.path.exists(f"{work}/{tree}.times"):
+        t[tree] = [(0, 0)]
+        continue
+    rows = [tuple(map(int, l.split())) for l in open(f"{work}/{tree}.times")]
+    t[tree] = rows
+med = lambda xs: statistics.median(xs)
+wall = {k: med([r[0] for r in v]) for k, v in t.items()}
+cpu = {k: med([r[1] for r in v]) for k, v in t.items()}
+pair = med([h[0] / p[0] for h, p in zip(t["hooked"], t["plain"])])
+pair_cpu = med([h[1] / p[1] for h, p in zip(t["hooked"], t["plain"])])
+if cpu["compile"]:
+    per_compile = (cpu["compile"] - cpu["plain"]) / compiles
+    per_link = (cpu["hooked"] - cpu["compile"]) / links
+else:
+    per_compile = per_link = float("nan")
+print(f"runs={runs} compiles={compiles} links={links} builds_recorded={recorded}"
+      f" wall_plain_ms={wall['plain']:.0f} wall_hooked_ms={wall['hooked']:.0f} wall_compile_ms={wall['compile']:.0f}"
+      f" cpu_plain_ms={cpu['plain']:.0f} cpu_hooked_ms={cpu['hooked']:.0f} cpu_compile_ms={cpu['compile']:.0f}"
+      f" wall_ratio={pair:.3f} cpu_ratio={pair_cpu:.3f}"
+      f" cpu_per_compile_ms={per_compile:.2f} cpu_per_link_ms={per_link:.2f}"
+      f" wall_plain_all={'/'.join(str(r[0]) for r in t['plain'])}"
+      f" wall_hooked_all={'/'.join(str(r[0]) for r in t['hooked'])}")
+EOF
+
+[[ $project == generated ]] || exit 0
+
+# store_sizes LABEL: files, bytes and lines under each part of the store, and
+# the (product, input) pairs its manifests hold (a manifest's entries times
+# its users, the produced events in its log that name it).
+store_sizes() {
+  "$PY" - "$store" "$1" <<'EOF'
+import os, sys
+root, label = sys.argv[1], sys.argv[2]
+out = [f"{label}:"]
+for part in ("objects", "builds", "manifests", "inputs"):
+    files = size = lines = 0
+    for d, _, names in os.walk(os.path.join(root, part)):
+        for n in names:
+            p = os.path.join(d, n)
+            data = open(p, "rb").read()
+            files += 1
+            size += len(data)
+            lines += data.count(b"\n")
+    out.append(f"{part}_files={files} {part}_bytes={size} {part}_lines={lines}")
+pairs = 0
+for d, _, names in os.walk(os.path.join(root, "manifests")):
+    for n in names:
+        with open(os.path.join(d, n), "rb") as f:
+            count = int(f.readline().split()[3])
+        log = os.path.join(root, "objects", os.path.basename(os.path.dirname(d)), n[:2], n + ".jsonl")
+        users = sum(1 for l in open(log, "rb") if b'"inputs":"' in l) if os.path.exists(log) else 0
+        pairs += count * users
+out.append(f"pairs={pairs}")
+print(" ".join(out))
+EOF
+}
+say "store size: a clean build into an empty store, then every source touched (bytes kept) and rebuilt"
+ninja -C "$work/hooked" -t clean >/dev/null
+rm -rf "$store" "$FINGERPRINT_CACHE_DIR"
+ninja -C "$work/hooked" -j"$jobs" >/dev/null
+first=$(store_sizes clean)
+sleep 1 # a newer mtime than any the build left, whatever the file system's tick
+find "$src" -name '*.cpp' -exec touch {} +
+ninja -C "$work/hooked" -j"$jobs" >"$work/relink.log"
+rebuilt=$(grep -c '^\[' "$work/relink.log" || true)
+second=$(store_sizes relinked)
+echo "$first edges_rebuilt=$rebuilt $second"

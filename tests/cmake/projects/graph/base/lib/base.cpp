@@ -1,0 +1,6 @@
+#include <base/base.hpp>
+int
+base_value()
+{
+  return 40;
+}

@@ -1,0 +1,6 @@
+#pragma once
+inline int
+hdr_value()
+{
+  return 2;
+}

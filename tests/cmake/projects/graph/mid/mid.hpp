@@ -1,0 +1,3 @@
+#pragma once
+int mid_value();
+const char* mid_version();

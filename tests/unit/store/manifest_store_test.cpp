@@ -1,0 +1,356 @@
+// Input manifests in the directory store: their bytes (encode/decode, and
+// what damaged bytes are refused for), the format 2 the store is written
+// in (and the upgrade of a format-1 store), the walk that lists them, fsck
+// of manifests and reverse indexes, and gc of manifests left without users.
+
+#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/format.hpp>
+#include <fingerprint/store/gc.hpp>
+#include <fingerprint/store/layout.hpp>
+#include <fingerprint/store/manifest.hpp>
+#include <fingerprint/util/fd.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "temp_dir.hpp"
+#include <algorithm>
+#include <fcntl.h>
+#include <filesystem>
+
+namespace fingerprint::store {
+namespace {
+
+using test::TempDir;
+
+std::string
+hex_of(char c)
+{
+  return std::string(64, c);
+}
+
+Manifest
+sample_manifest()
+{
+  Manifest manifest;
+  manifest.entries = {
+    {Role::compile, hex_of('c'), 120, "/src/app/main.cpp"},
+    {Role::link, hex_of('a'), 5000, "/build/lib/liba.a"},
+    {Role::compile, hex_of('d'), 300, "/src/app/main.hpp"},
+    {Role::interface, hex_of('b'), 7000, "/build/lib/libb.a"},
+    {Role::declared, hex_of('e'), 1, "/data/table.bin"},
+    {Role::link, hex_of('a'), 5000, "/build/lib/liba.a"}, // twice: normalize drops it
+  };
+  normalize(manifest);
+  return manifest;
+}
+
+TEST(ManifestBytes, RoundTripThroughEncodeAndDecode)
+{
+  const Manifest manifest = sample_manifest();
+  ASSERT_EQ(manifest.entries.size(), 5U);
+  const std::string bytes = encode(manifest);
+  EXPECT_TRUE(bytes.starts_with("fingerprint-manifest 1 sha256 5\n"));
+  auto decoded = decode_manifest(bytes, "m");
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(decoded->algorithm, manifest.algorithm);
+  EXPECT_EQ(decoded->entries, manifest.entries);
+  EXPECT_EQ(encode(*decoded), bytes);
+}
+
+TEST(ManifestBytes, DamagedBytesAreRefusedWithTheReason)
+{
+  const std::string bytes = encode(sample_manifest());
+  const std::string header = "fingerprint-manifest 1 sha256 5\n";
+  struct Case
+  {
+    std::string name;
+    std::string bytes;
+    std::string reason;
+  };
+  std::string unknown_role = bytes;
+  unknown_role[header.size()] = 'x';
+  std::string bad_size = header + "c" + std::string(32, '\x11') + std::string(12, '\xff');
+  std::string relative_path = encode(Manifest{digest::Algorithm::sha256, {{Role::link, hex_of('a'), 1, "/a"}}});
+  relative_path[relative_path.size() - 2] = 'x'; // "/a" -> "xa": not absolute
+  const Case cases[] = {
+    {"empty", "", "does not begin with"},
+    {"another magic", "fingerprint-manifest 9 sha256 5\n" + bytes.substr(header.size()), "does not begin with"},
+    {"no end of header", "fingerprint-manifest 1 sha256 5", "cut short"},
+    {"unknown algorithm", "fingerprint-manifest 1 sha7 5\n" + bytes.substr(header.size()), "unknown digest algorithm"},
+    {"count not a number", "fingerprint-manifest 1 sha256 five\n" + bytes.substr(header.size()), "not a number"},
+    {"cut short", bytes.substr(0, bytes.size() - 10), "cut short"},
+    {"more than counted", bytes + "x", "after its last entry"},
+    {"fewer than counted", "fingerprint-manifest 1 sha256 6\n" + bytes.substr(header.size()), "cut short"},
+    {"unknown role", unknown_role, "unknown role"},
+    {"damaged size", bad_size, "damaged size"},
+    {"relative path", relative_path, "not absolute"},
+  };
+  for (const Case& c : cases) {
+    auto decoded = decode_manifest(c.bytes, "the/file");
+    ASSERT_FALSE(decoded) << c.name;
+    EXPECT_NE(decoded.error().message.find("the/file"), std::string::npos) << c.name << ": " << decoded.error().message;
+    EXPECT_NE(decoded.error().message.find(c.reason), std::string::npos) << c.name << ": " << decoded.error().message;
+  }
+  // Out of order: two entries swapped.
+  Manifest two{digest::Algorithm::sha256, {{Role::link, hex_of('a'), 1, "/a"}, {Role::link, hex_of('b'), 1, "/b"}}};
+  Manifest swapped = two;
+  std::swap(swapped.entries[0], swapped.entries[1]);
+  auto decoded = decode_manifest(encode(swapped), "m");
+  ASSERT_FALSE(decoded);
+  EXPECT_NE(decoded.error().message.find("out of order"), std::string::npos) << decoded.error().message;
+}
+
+TEST(ManifestBytes, AReverseLineIsARoleCodeAndTheManifestHex)
+{
+  const ManifestUse use{DigestKey{digest::Algorithm::sha256, hex_of('9')}, Role::compile};
+  EXPECT_EQ(reverse_line(use), "c" + hex_of('9'));
+  EXPECT_EQ(parse_reverse_line(reverse_line(use), digest::Algorithm::sha256), use);
+  EXPECT_FALSE(parse_reverse_line("x" + hex_of('9'), digest::Algorithm::sha256));
+  EXPECT_FALSE(parse_reverse_line("c" + hex_of('9').substr(1), digest::Algorithm::sha256));
+  EXPECT_FALSE(parse_reverse_line("c" + std::string(64, 'G'), digest::Algorithm::sha256));
+  EXPECT_FALSE(parse_reverse_line("", digest::Algorithm::sha256));
+}
+
+// A store with one record call: `product` made from sample_manifest(), as
+// the recorder writes it (manifest, then the produced event naming it).
+struct Recorded
+{
+  DigestKey manifest;
+  DigestKey product;
+};
+
+Recorded
+record_one(const DirectoryStore& store, char product, const std::string& build, const Manifest& manifest)
+{
+  const std::string bytes = encode(manifest);
+  auto key = manifest_key(manifest.algorithm, bytes);
+  EXPECT_TRUE(key);
+  auto put = store.put_manifest(*key, bytes, manifest);
+  EXPECT_TRUE(put) << put.error().message;
+  Event event;
+  event.event = EventKind::produced;
+  event.digest = DigestKey{digest::Algorithm::sha256, hex_of(product)}.str();
+  event.size = 10;
+  event.path = "/build/app/" + std::string(1, product);
+  event.project = "app";
+  event.target = "app_" + std::string(1, product);
+  event.build = build;
+  event.build_dir = "/build/app";
+  event.host = "host";
+  event.time = "2026-11-30T09:00:00.000Z";
+  event.inputs = key->str();
+  auto appended = store.append({event});
+  EXPECT_TRUE(appended) << appended.error().message;
+  return {*key, DigestKey{digest::Algorithm::sha256, hex_of(product)}};
+}
+
+DirectoryStore
+writable(const TempDir& dir)
+{
+  auto store = DirectoryStore::open_for_writing(dir / "store");
+  EXPECT_TRUE(store) << store.error().message;
+  return std::move(*store);
+}
+
+FsckReport
+checked(const DirectoryStore& store, bool repair = false)
+{
+  FsckOptions options;
+  options.repair = repair;
+  auto report = store.fsck(options);
+  EXPECT_TRUE(report) << report.error().message;
+  return report ? *report : FsckReport{};
+}
+
+std::string
+findings_text(const FsckReport& report)
+{
+  std::string text;
+  for (const auto& finding : report.findings) {
+    text += finding.file + ": " + finding.problem + " [" + std::string(fsck_kind_name(finding.kind)) + "] -> "
+            + finding.repair + "\n";
+  }
+  return text;
+}
+
+TEST(ManifestStore, ANewStoreIsFormat2AndNamesTheNewTrees)
+{
+  TempDir dir;
+  writable(dir);
+  const auto format = nlohmann::json::parse(test::read_file(dir / "store/fingerprint-store.json"));
+  EXPECT_EQ(format["format"], 2);
+  EXPECT_NE(format["layout"].get<std::string>().find("manifests/"), std::string::npos);
+  EXPECT_NE(format["layout"].get<std::string>().find("inputs/"), std::string::npos);
+  EXPECT_EQ(k_oldest_supported_format, 1);
+}
+
+TEST(ManifestStore, AFormat1StoreReadsAsItIsAndItsFirstWriteUpgradesIt)
+{
+  TempDir dir;
+  std::filesystem::create_directories(dir / "store");
+  const std::string old_format = "{\n  \"format\": 1,\n  \"created\": \"2026-01-02T03:04:05.000Z\",\n"
+                                 "  \"layout\": \"objects/<algorithm>/<2 hex>/<hex>.jsonl; "
+                                 "builds/<project>/<build id>.jsonl\"\n}\n";
+  test::write_file(dir / "store/fingerprint-store.json", old_format);
+  ::chmod((dir / "store/fingerprint-store.json").c_str(), 0664);
+  ASSERT_TRUE(DirectoryStore::open_for_reading(dir / "store"));
+  EXPECT_EQ(test::read_file(dir / "store/fingerprint-store.json"), old_format) << "reading changes nothing";
+  ASSERT_TRUE(DirectoryStore::open_for_updating(dir / "store"));
+  EXPECT_EQ(test::read_file(dir / "store/fingerprint-store.json"), old_format) << "nor does opening to update";
+
+  writable(dir);
+  const auto format = nlohmann::json::parse(test::read_file(dir / "store/fingerprint-store.json"));
+  EXPECT_EQ(format["format"], 2);
+  EXPECT_EQ(format["created"], "2026-01-02T03:04:05.000Z") << "the store keeps its creation time";
+  EXPECT_TRUE(format.contains("upgraded"));
+  EXPECT_NE(format["layout"].get<std::string>().find("manifests/"), std::string::npos);
+  struct stat st
+  {};
+  ASSERT_EQ(::stat((dir / "store/fingerprint-store.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0664U) << "the upgraded file keeps the old one's mode";
+  // Nothing left behind, and a second writer finds it current.
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "store")) {
+    EXPECT_FALSE(layout::is_temp_name(entry.path().filename().string())) << entry.path();
+  }
+  const std::string upgraded = test::read_file(dir / "store/fingerprint-store.json");
+  writable(dir);
+  EXPECT_EQ(test::read_file(dir / "store/fingerprint-store.json"), upgraded);
+}
+
+TEST(ManifestStore, TheWalkListsManifestsAndReverseIndexesAndTheirLeftovers)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  const Recorded recorded = record_one(store, '8', "1", sample_manifest());
+  const std::string manifest = layout::manifest_file(recorded.manifest);
+  test::write_file(dir / ("store/" + manifest + ".tmp.123.456"), "half a manifest");
+  util::Fd root(::open((dir / "store").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const layout::Walk walk = layout::walk(root.get(), layout::WalkScope::manifests);
+  EXPECT_TRUE(walk.errors.empty());
+  size_t manifests = 0;
+  size_t reverse = 0;
+  size_t leftovers = 0;
+  for (const auto& entry : walk.entries) {
+    manifests += entry.kind == layout::Entry::Kind::manifest ? 1 : 0;
+    reverse += entry.kind == layout::Entry::Kind::reverse_index ? 1 : 0;
+    leftovers += entry.leftover ? 1 : 0;
+    EXPECT_FALSE(entry.kind == layout::Entry::Kind::artifact_log) << entry.relative << ": not in objects/";
+    if (entry.kind == layout::Entry::Kind::manifest) {
+      EXPECT_EQ(entry.key, recorded.manifest);
+    }
+  }
+  EXPECT_EQ(manifests, 1U);
+  EXPECT_EQ(reverse, 5U); // one per input of sample_manifest()
+  EXPECT_EQ(leftovers, 1U);
+}
+
+TEST(ManifestStore, FsckFindsNothingWrongInAHealthyStoreAndCountsManifests)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  record_one(store, '8', "1", sample_manifest());
+  record_one(store, '9', "1", sample_manifest()); // the same inputs: one manifest, two users
+  const FsckReport report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+  EXPECT_EQ(report.manifests, 1U);
+  EXPECT_EQ(report.reverse_indexes, 5U);
+  EXPECT_EQ(report.logs, 3U);   // both products' and the manifest's
+  EXPECT_EQ(report.events, 6U); // each produced event three times
+}
+
+TEST(ManifestStore, FsckQuarantinesADamagedManifestAndNeverDeletesIt)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  const Recorded recorded = record_one(store, '8', "1", sample_manifest());
+  const std::string manifest = dir / ("store/" + layout::manifest_file(recorded.manifest));
+  std::string bytes = test::read_file(manifest);
+  bytes[bytes.size() - 3] ^= 1;
+  test::write_file(manifest, bytes);
+  FsckReport report = checked(store);
+  ASSERT_FALSE(report.findings.empty());
+  EXPECT_EQ(report.findings.front().file, layout::manifest_file(recorded.manifest)) << findings_text(report);
+  EXPECT_EQ(report.findings.front().kind, FsckKind::damage);
+
+  report = checked(store, true);
+  EXPECT_FALSE(std::filesystem::exists(manifest));
+  EXPECT_EQ(test::read_file(dir / ("store/" + report.quarantine + "/" + layout::manifest_file(recorded.manifest))),
+            bytes);
+  // Its events stay, and say what is lost.
+  report = checked(store);
+  ASSERT_EQ(report.findings.size(), 1U) << findings_text(report);
+  EXPECT_NE(report.findings.front().problem.find("is not in the store"), std::string::npos);
+}
+
+TEST(ManifestStore, FsckMendsTheReverseIndexAndTheManifestLogCopy)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  const Recorded recorded = record_one(store, '8', "1", sample_manifest());
+  // A line of a call that died before its manifest; a lost line; a lost copy.
+  const std::string liba = dir / ("store/" + layout::reverse_index({digest::Algorithm::sha256, hex_of('a')}));
+  const std::string liba_before = test::read_file(liba);
+  test::write_file(liba, liba_before + "l" + hex_of('7') + "\n");
+  const std::string header = dir / ("store/" + layout::reverse_index({digest::Algorithm::sha256, hex_of('d')}));
+  std::filesystem::remove(header);
+  const std::string manifest_log = dir / ("store/" + recorded.manifest.log_path());
+  const std::string copy = test::read_file(manifest_log);
+  std::filesystem::remove(manifest_log);
+
+  FsckReport report = checked(store);
+  const std::string text = findings_text(report);
+  ASSERT_EQ(report.findings.size(), 3U) << text;
+  EXPECT_NE(text.find("[leftover]"), std::string::npos) << text;
+  EXPECT_NE(text.find("a lost line) [one-sided]"), std::string::npos) << text;
+  EXPECT_NE(text.find("is missing from " + recorded.manifest.log_path()), std::string::npos) << text;
+
+  report = checked(store, true);
+  EXPECT_EQ(report.repaired, 3U) << findings_text(report);
+  EXPECT_EQ(test::read_file(liba), liba_before);
+  EXPECT_EQ(test::read_file(header), "c" + recorded.manifest.hex + "\n");
+  EXPECT_EQ(test::read_file(manifest_log), copy);
+  report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+}
+
+TEST(ManifestStore, GcRemovesAManifestLeftWithoutUsersAndKeepsAShared)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  Manifest own = sample_manifest();
+  own.entries.push_back({Role::compile, hex_of('1'), 5, "/src/old.cpp"});
+  normalize(own);
+  const Recorded old_one = record_one(store, 'f', "1", own);
+  const Recorded shared_old = record_one(store, '8', "1", sample_manifest());
+  const Recorded shared_new = record_one(store, '8', "2", sample_manifest());
+  ASSERT_EQ(shared_old.manifest, shared_new.manifest);
+
+  GcPlan plan;
+  plan.dropped = {{"app", "app_f", "1"}, {"app", "app_8", "1"}};
+  const GcResult dry = apply_gc(store, plan, true);
+  EXPECT_EQ(dry.manifests.removed, 1U);
+  EXPECT_EQ(dry.reverse_indexes.removed, 1U);   // old.cpp's: it lists only that manifest
+  EXPECT_EQ(dry.reverse_indexes.rewritten, 5U); // the shared inputs' lose a line
+  EXPECT_TRUE(std::filesystem::exists(dir / ("store/" + layout::manifest_file(old_one.manifest))));
+
+  const GcResult result = apply_gc(store, plan, false);
+  EXPECT_TRUE(result.failures.empty()) << result.failures.front();
+  EXPECT_EQ(result.manifests.removed, 1U);
+  EXPECT_FALSE(std::filesystem::exists(dir / ("store/" + layout::manifest_file(old_one.manifest))));
+  EXPECT_FALSE(std::filesystem::exists(dir / ("store/" + old_one.manifest.log_path())));
+  EXPECT_FALSE(
+    std::filesystem::exists(dir / ("store/" + layout::reverse_index({digest::Algorithm::sha256, hex_of('1')}))));
+  EXPECT_TRUE(std::filesystem::exists(dir / ("store/" + layout::manifest_file(shared_new.manifest))))
+    << "build 2 still uses it";
+  std::vector<LogProblem> problems;
+  auto uses = store.find_manifest_uses({digest::Algorithm::sha256, hex_of('a')}, problems);
+  ASSERT_TRUE(uses);
+  ASSERT_EQ(uses->size(), 1U);
+  EXPECT_EQ(uses->front().manifest, shared_new.manifest);
+  const FsckReport report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+}
+
+} // namespace
+} // namespace fingerprint::store
