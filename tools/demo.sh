@@ -40,6 +40,10 @@ echo
 fingerprint_say "fingerprint consumers --transitive $libgreet"
 "$fp" consumers --transitive "$libgreet"
 echo
+greet_hpp=$demo/examples-prefix/include/greet/greet.hpp
+fingerprint_say "fingerprint consumers --transitive $greet_hpp   (who compiled against the installed header, and what came of it)"
+"$fp" consumers --transitive "$greet_hpp"
+echo
 fingerprint_say "fingerprint graph   (who consumed what, between projects)"
 "$fp" graph
 echo

@@ -165,24 +165,14 @@ endfunction()
 
 # Runs every custom command through `fingerprint generate`, which records
 # the file it generated (its first OUTPUT) from the files its command line
-# names. A launcher already there (CTest's) runs inside it. Set per
-# directory, `dir` and below, but for those below `skip` (this repository's
-# own, when the runner is built in the same tree: it does not exist yet
-# when they run).
-function(_fingerprint_custom_hook runner dir skip)
-  if(skip)
-    string(FIND "${dir}/" "${skip}/" at)
-    if(at EQUAL 0)
-      return()
-    endif()
-  endif()
+# names. Set once, globally: a directory's value chains to its parent's and
+# at last to the global one, so setting it per directory would wrap a
+# subdirectory's commands once per level. A launcher already there (CTest's)
+# runs inside it; a directory with a launcher of its own keeps it alone.
+function(_fingerprint_custom_hook runner)
   _fingerprint_common_args(common "${runner}" generate)
-  get_property(existing DIRECTORY "${dir}" PROPERTY RULE_LAUNCH_CUSTOM)
-  set_property(DIRECTORY "${dir}" PROPERTY RULE_LAUNCH_CUSTOM "${common} --output=<OUTPUT> -- ${existing}")
-  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
-  foreach(subdir IN LISTS subdirs)
-    _fingerprint_custom_hook("${runner}" "${subdir}" "${skip}")
-  endforeach()
+  get_property(existing GLOBAL PROPERTY RULE_LAUNCH_CUSTOM)
+  set_property(GLOBAL PROPERTY RULE_LAUNCH_CUSTOM "${common} --output=<OUTPUT> -- ${existing}")
 endfunction()
 
 # Wraps `target`'s link rule in `fingerprint launch`.
@@ -330,12 +320,12 @@ function(_fingerprint_finalize)
 
   _fingerprint_depfile_drivers(drivers)
   _fingerprint_common_args(common "${runner}" launch)
-  set(own_checkout "")
-  if(in_tree)
-    get_target_property(runner_dir fingerprint SOURCE_DIR)
-    get_filename_component(own_checkout "${runner_dir}" DIRECTORY)
+  # A runner built in this tree does not exist yet when the first custom
+  # commands run (its own, a custom target's, rebuild_cache): then
+  # generated files are not recorded.
+  if(NOT in_tree)
+    _fingerprint_custom_hook("${runner}")
   endif()
-  _fingerprint_custom_hook("${runner}" "${CMAKE_SOURCE_DIR}" "${own_checkout}")
   set(hooked "")
   foreach(target IN LISTS candidates)
     get_target_property(type "${target}" TYPE)

@@ -23,6 +23,9 @@ expect_json_each "$T/base-hpp.json" <<EOF
 the installed header names base as its installer :: [(e["event"], e["project"], e["version"]) for e in d["producers"]] == [("installed", "base", "1.0")]
 and the source file it was copied from :: d["producers"][0]["source"] == "$P/base/lib/include/base/base.hpp"
 EOF
+query "$T/answer.json" show --json "$T/base/lib/base_answer.hpp"
+expect_json "$T/answer.json" '[(e["event"], e["target"]) for e in d["producers"]] == [("produced", "lib/base_answer.hpp")]' \
+  "a header generated in a subdirectory is recorded once, by its custom command"
 query "$T/base-config.json" show --json "$T/prefix/lib/cmake/base/baseTargets.cmake"
 expect_json "$T/base-config.json" '[e["project"] for e in d["producers"]] == ["base"]' \
   "a generated CMake package file is recorded as installed by base"
@@ -66,9 +69,12 @@ the generated header is produced by its custom command :: [(e["event"], e["proje
 and consumed by mid's compile :: [(e["target"], e["role"]) for e in d["consumers"]] == [("mid", "compile")]
 EOF
 query "$T/version-txt.json" consumers --json --transitive "$P/mid/version.txt"
-expect_json "$T/version-txt.json" '[(e["target"], e["depth"]) for e in d] == [("version.hpp", 1), ("mid", 2), ("tool", 3)]' \
-  "the data file reaches the program through the generated header and the archive"
+expect_json "$T/version-txt.json" '[(e["target"], e["depth"]) for e in d] == [("version.hpp", 1), ("notes.txt", 1), ("mid", 2), ("tool", 3)]' \
+  "the data file reaches the program through the generated header and the archive (and makes notes.txt)"
 
+query "$T/notes.json" show --json "$T/mid/notes.txt"
+expect_json "$T/notes.json" '[e["target"] for e in d["producers"]] == ["notes.txt"]' \
+  "a custom command that starts with a variable assignment runs and is recorded"
 query "$T/json.json" consumers --json /usr/include/nlohmann/json.hpp
 expect_json "$T/json.json" '[(e["target"], e["role"]) for e in d] == [("tool", "compile")]' \
   "Debian's nlohmann/json.hpp is consumed by the program's compile"
@@ -129,6 +135,16 @@ query "$T/multi-base.json" consumers --json "$base_a"
 expect_json "$T/multi-base.json" \
   'sum(1 for e in d if e["build_dir"] == "'"$T/mid-multi"'" and e["role"] == "interface") == 2' \
   "Ninja Multi-Config: both archives hand the installed archive on"
+
+# A build tree reached through a symbolic link: its objects are still its
+# own, and what their compiles read is recorded.
+mkdir "$T/real"
+ln -s "$T/real" "$T/link"
+configure "$P/mid" "$T/link/mid" "${inject[@]}"
+build "$T/link/mid"
+query "$T/link.json" consumers --json "$hdr_hpp"
+expect_json "$T/link.json" '("mid", "compile") in [(e["target"], e["role"]) for e in d if e["build_dir"] == "'"$T/link/mid"'"]' \
+  "a build tree behind a symbolic link records its compile inputs"
 
 run "$FP" fsck
 expect_rc 0 "fsck finds the store healthy"

@@ -5,6 +5,7 @@
 #include <fingerprint/util/process.hpp>
 #include <fingerprint/util/text.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <set>
 #include <sys/stat.h>
@@ -64,6 +65,47 @@ command_inputs(const std::vector<std::string>& command, const std::string& outpu
   return inputs;
 }
 
+// A custom command's words as the shell had them: CMake runs a custom
+// command through the shell, which may start it with variable assignments
+// (`LC_ALL=C sort ...`) or a builtin (`:`, `cd`). Those are run through
+// /bin/sh again, the assignments kept and every other word quoted as the
+// first shell left it; anything else is run directly.
+std::vector<std::string>
+as_run(const std::vector<std::string>& command)
+{
+  auto assignment = [](const std::string& word) {
+    const size_t equals = word.find('=');
+    if (equals == 0 || equals == std::string::npos || (word[0] >= '0' && word[0] <= '9')) {
+      return false;
+    }
+    return std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(equals), [](char c) {
+      return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    });
+  };
+  const std::string& program = command.front();
+  const bool found = program.find('/') != std::string::npos || util::find_program(program).has_value();
+  if (found && !assignment(program)) {
+    return command;
+  }
+  auto quote = [](const std::string& word) {
+    std::string quoted = "'";
+    for (const char c : word) {
+      quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return quoted + "'";
+  };
+  std::string line;
+  size_t i = 0;
+  for (; i < command.size() && assignment(command[i]); ++i) {
+    const size_t equals = command[i].find('=');
+    line += command[i].substr(0, equals + 1) + quote(command[i].substr(equals + 1)) + " ";
+  }
+  for (; i < command.size(); ++i) {
+    line += quote(command[i]) + " ";
+  }
+  return {"/bin/sh", "-c", line};
+}
+
 Expected<size_t>
 record_generated(const Args& args, const std::string& output, Context& context)
 {
@@ -117,7 +159,7 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   if (!output.empty()) {
     hook::claim_build_id(absolute_path(*args.value("build-dir")));
   }
-  auto status = util::run_program(args.positional());
+  auto status = util::run_program(as_run(args.positional()));
   if (!status) {
     print_error(context, status.error().message);
     return 127;
@@ -126,9 +168,10 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   {};
   const std::string path = output.empty() ? output : absolute_path(output);
   // Of a custom command's several commands, the one that wrote the output;
-  // the others leave it missing or as an earlier build left it.
+  // the others leave it missing or as an earlier build left it. The change
+  // time, which a copy that keeps the modification time (cp -p) moves too.
   if (*status != 0 || path.empty() || !regular_file(path, st)
-      || static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec < started - k_clock_slack_ns) {
+      || static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec < started - k_clock_slack_ns) {
     return *status;
   }
   Expected<size_t> recorded = Error{};

@@ -180,8 +180,14 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
     if (!digests[i]) {
       return digests[i].error();
     }
+    // Its origin: a product of the same bytes; else a file of the same name
+    // and bytes in the trees (a header, a data file: copied); else a
+    // product of the same name (a binary whose RPATH install rewrote).
+    std::string source;
     if (auto same = origins->by_digest.find(prefix + digests[i]->hex); same != origins->by_digest.end()) {
       from[i] = &same->second;
+    } else if (source = copied_from(files[i], *digests[i]); !source.empty()) {
+      from[i] = nullptr;
     }
     store::Event event;
     if (from[i] != nullptr) {
@@ -205,7 +211,7 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
       event.build = newest_build;
       event.build_dir = build_dir;
       event.from = prefix + digests[i]->hex;
-      event.source = copied_from(files[i], *digests[i]);
+      event.source = std::move(source);
     }
     event.event = store::EventKind::installed;
     event.digest = prefix + digests[i]->hex;

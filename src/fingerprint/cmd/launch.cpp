@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <exception>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace fingerprint::cmd {
 
@@ -150,8 +151,11 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
       const std::string output = absolute_path(*args.value("output"));
       const std::string build_dir = absolute_path(*args.value("build-dir"));
       auto found = hook::collect_link_inputs(plan->command, "", output, build_dir, false, [](const std::string&) {});
-      if (!found.objects.empty()) {
-        hook::save_archive_objects(hook::archive_objects_path(build_dir, *args.value("target"), output), found.objects);
+      const std::string list = hook::archive_objects_path(build_dir, *args.value("target"), output);
+      if (found.objects.empty()) {
+        ::unlink(list.c_str()); // rm, before the archive is made again
+      } else {
+        hook::save_archive_objects(list, found.objects);
       }
     }
     return *status;

@@ -2,6 +2,7 @@
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 
+#include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -318,7 +319,15 @@ collect_link_inputs(const std::vector<std::string>& command,
       }
     }
   }
+  // The build tree as CMake names it, and as the kernel does: paths made
+  // absolute from the working directory are physical, a build tree reached
+  // through a symbolic link is not.
   const std::string build_prefix = build_dir + "/";
+  std::string physical_prefix = build_prefix;
+  if (char* real = ::realpath(build_dir.c_str(), nullptr); real != nullptr) {
+    physical_prefix = std::string(real) + "/";
+    std::free(real);
+  }
   LinkInputs found;
   std::set<std::string> seen{output};
   for (const auto& candidate : candidates) {
@@ -330,7 +339,8 @@ collect_link_inputs(const std::vector<std::string>& command,
     if (!is_regular_file(path) || !seen.insert(path).second) {
       continue;
     }
-    (is_object_file(path) && path.starts_with(build_prefix) ? found.objects : found.inputs).push_back(std::move(path));
+    const bool in_tree = path.starts_with(build_prefix) || path.starts_with(physical_prefix);
+    (is_object_file(path) && in_tree ? found.objects : found.inputs).push_back(std::move(path));
   }
   return found;
 }
@@ -354,17 +364,17 @@ archive_objects_path(const std::string& build_dir, const std::string& target, co
 void
 save_archive_objects(const std::string& path, const std::vector<std::string>& objects)
 {
+  // Appended: Unix Makefiles split a long archive into `ar qc` and then
+  // `ar q` steps, each naming its share of the objects.
   std::string text;
   for (const auto& object : objects) {
     text += object;
     text += '\0';
   }
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  util::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
-  if (fd && util::write_all(fd.get(), text) && ::rename(temp.c_str(), path.c_str()) == 0) {
-    return;
+  util::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0666));
+  if (!fd || !util::write_all(fd.get(), text)) {
+    ::unlink(path.c_str()); // half a list would pass for a whole one
   }
-  ::unlink(temp.c_str());
 }
 
 std::vector<std::string>

@@ -47,9 +47,10 @@ LinkInputs collect_link_inputs(const std::vector<std::string>& command,
                                const std::function<void(const std::string&)>& on_warning);
 
 // An archive is made by several commands (rm, ar, ranlib) and recorded
-// after the last, which names no objects: the one that does (ar) leaves
-// them in this private file of the (target, output) pair, for the last to
-// take (read and remove).
+// after the last, which names no objects: the ones that do (ar, and with
+// Unix Makefiles more `ar q` for a long list) add them to this private file
+// of the (target, output) pair, which the first (rm) empties, for the last
+// to take (read and remove).
 std::string archive_objects_path(const std::string& build_dir, const std::string& target, const std::string& output);
 void save_archive_objects(const std::string& path, const std::vector<std::string>& objects);
 std::vector<std::string> take_archive_objects(const std::string& path);

@@ -2,6 +2,7 @@
 #include <fingerprint/postgresql/schema.hpp>
 #include <fingerprint/postgresql/session.hpp>
 
+#include <cstdlib>
 #include <set>
 
 // Input manifests in the database (schema version 2): each manifest's bytes
@@ -30,6 +31,33 @@ PostgresStore::put_manifest(const DigestKey& key, const std::string& encoded, co
     return made.error();
   }
   return *made == 1;
+}
+
+Expected<size_t>
+PostgresStore::remove_unused_manifests(const std::vector<DigestKey>& keys, bool dry_run) const
+{
+  if (!m_has_schema || keys.empty()) {
+    return size_t{0};
+  }
+  std::vector<std::string> digests;
+  digests.reserve(keys.size());
+  for (const auto& key : keys) {
+    digests.push_back(key.str());
+  }
+  // The entries go with their manifest (ON DELETE CASCADE), in the same
+  // statement: a manifest the database has is listed whole.
+  // A dry run removed no event: what it would remove is every one of them
+  // the database has.
+  const char* sql = dry_run ? "SELECT count(*) FROM fingerprint_manifests m WHERE m.digest = ANY($1::text[])"
+                            : "WITH gone AS (DELETE FROM fingerprint_manifests m WHERE m.digest = ANY($1::text[]) AND "
+                              "NOT EXISTS (SELECT 1 FROM fingerprint_events e WHERE e.inputs = m.digest) RETURNING 1) "
+                              "SELECT count(*) FROM gone";
+  auto result = Session(m_connection->conn, m_location)
+                  .run("removing input manifests no event names", sql, {postgresql::text_array(digests)});
+  if (!result) {
+    return result.error();
+  }
+  return static_cast<size_t>(std::strtoull(PQgetvalue(result->get(), 0, 0), nullptr, 10));
 }
 
 Expected<std::optional<Manifest>>

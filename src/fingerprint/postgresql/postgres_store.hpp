@@ -64,6 +64,7 @@ public:
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;
   Expected<void> for_each_build(const std::string& project, const BuildVisitor& each) const override;
+  Expected<size_t> remove_unused_manifests(const std::vector<DigestKey>& keys, bool dry_run) const override;
   Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const override;
   Expected<CompactionResult> remove_build_events(const BuildRef& build,
                                                  const EventFilter& drop,

@@ -49,7 +49,9 @@ add_manifest_consumers(const Store& store, ArtifactRecord& record, const Manifes
   for (const ManifestUse& use : *uses) {
     auto manifest = store.read_manifest(use.manifest);
     if (!manifest) {
-      return manifest.error();
+      // One damaged manifest must not hide what the others say.
+      record.problems.push_back({"manifest " + use.manifest.str(), 0, manifest.error().message});
+      continue;
     }
     if (!*manifest) {
       continue; // indexed by a call that died before storing it

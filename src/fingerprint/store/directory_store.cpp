@@ -323,7 +323,11 @@ DirectoryStore::put_manifest(const DigestKey& key,
   const std::string file_name(name);
   struct stat st
   {};
-  if (::fstatat(dir_fd->get(), file_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+  // Named by its bytes, a manifest that is there is this one, unless a
+  // crash left it short (its bytes are not fsynced, as appends are not):
+  // then it is written again, reverse index and all.
+  const bool there = ::fstatat(dir_fd->get(), file_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (there && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == encoded.size()) {
     return false;
   }
   // The reverse index first, one line per input: a manifest that exists is
@@ -370,6 +374,14 @@ DirectoryStore::put_manifest(const DigestKey& key,
   if (!written) {
     ::unlinkat(dir_fd->get(), temp.c_str(), 0);
     return make_error(m_root + "/" + relative, written.error().message);
+  }
+  if (there && S_ISREG(st.st_mode)) {
+    if (::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), file_name.c_str()) != 0) {
+      const std::string why = util::errno_text(errno);
+      ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+      return make_error(m_root + "/" + relative, why);
+    }
+    return true;
   }
   const bool linked = ::linkat(dir_fd->get(), temp.c_str(), dir_fd->get(), file_name.c_str(), 0) == 0;
   const int link_error = errno;

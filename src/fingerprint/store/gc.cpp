@@ -439,6 +439,21 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
   // Then the manifests no event names any more (only a directory store keeps
   // them as files). Never one still named by an event that stays.
   const auto* directory = dynamic_cast<const DirectoryStore*>(&store);
+  if (directory == nullptr && !unused.empty()) {
+    // A database removes them in one statement (entries with them).
+    std::vector<DigestKey> keys;
+    for (const std::string& digest : unused) {
+      if (auto key = parse_digest_key(digest); key && !still_named.contains(digest)) {
+        keys.push_back(std::move(*key));
+      }
+    }
+    if (auto removed = store.remove_unused_manifests(keys, dry_run)) {
+      result.manifests.removed += *removed;
+    } else {
+      result.failures.push_back(removed.error().message);
+    }
+    return result;
+  }
   if (directory == nullptr || unused.empty() || !directory->exists()) {
     return result;
   }

@@ -167,6 +167,16 @@ public:
                                       const Manifest& manifest,
                                       Warnings* warnings = nullptr) const;
 
+  // Removes those of the manifests `keys` that no event names any more, with
+  // their reverse index entries; with `dry_run`, only counts. The directory
+  // store's gc does this itself, file by file under the logs' locks
+  // (store/gc.cpp); the default removes nothing.
+  virtual Expected<size_t>
+  remove_unused_manifests(const std::vector<DigestKey>& /*keys*/, bool /*dry_run*/) const
+  {
+    return size_t{0};
+  }
+
   // The manifest called `key`; nullopt when the store does not have it.
   virtual Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const;
 

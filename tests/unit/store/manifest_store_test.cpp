@@ -3,6 +3,7 @@
 // in (and the upgrade of a format-1 store), the walk that lists them, fsck
 // of manifests and reverse indexes, and gc of manifests left without users.
 
+#include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/format.hpp>
 #include <fingerprint/store/gc.hpp>
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <fcntl.h>
 #include <filesystem>
+#include <unistd.h>
 
 namespace fingerprint::store {
 namespace {
@@ -350,6 +352,47 @@ TEST(ManifestStore, GcRemovesAManifestLeftWithoutUsersAndKeepsAShared)
   EXPECT_EQ(uses->front().manifest, shared_new.manifest);
   const FsckReport report = checked(store);
   EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+}
+
+} // namespace
+} // namespace fingerprint::store
+
+namespace fingerprint::store {
+namespace {
+
+// A manifest a crash left short (its bytes are not fsynced) is written
+// again by the next call with the same inputs, not taken as there; and
+// while it is damaged, the queries of its inputs report it and answer with
+// what the other manifests say.
+TEST(ManifestStore, AManifestLeftShortIsWrittenAgainAndQueriesGoOnWithoutIt)
+{
+  const TempDir dir;
+  const DirectoryStore store = writable(dir);
+  const Recorded first = record_one(store, '1', "b1", sample_manifest());
+  Manifest other = sample_manifest();
+  other.entries.pop_back();
+  const Recorded second = record_one(store, '2', "b1", other);
+  const std::string path = dir / ("store/" + layout::manifest_file(first.manifest));
+  ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+
+  const DigestKey shared{digest::Algorithm::sha256, hex_of('a')}; // liba.a, in both
+  auto record = load_record(store, shared);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->consumers.size(), 1U) << "the undamaged manifest's product still answers";
+  ASSERT_FALSE(record->problems.empty());
+  EXPECT_NE(record->problems.front().message.find("not an input manifest"), std::string::npos)
+    << record->problems.front().message;
+
+  const std::string bytes = encode(sample_manifest());
+  auto put = store.put_manifest(first.manifest, bytes, sample_manifest());
+  ASSERT_TRUE(put) << put.error().message;
+  EXPECT_TRUE(*put) << "a short manifest is not taken as stored";
+  EXPECT_EQ(std::filesystem::file_size(path), bytes.size());
+  record = load_record(store, shared);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->consumers.size(), 2U);
+  EXPECT_TRUE(record->problems.empty());
+  (void)second;
 }
 
 } // namespace

@@ -1,6 +1,7 @@
+#include "base_answer.hpp"
 #include <base/base.hpp>
 int
 base_value()
 {
-  return 40;
+  return BASE_ANSWER;
 }
