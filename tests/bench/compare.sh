@@ -151,6 +151,7 @@ if want inputs; then
 
   say "both hooks, by injection: a ${targets}-target project, 30 headers a source, from clean"
   lines=$("$top/tests/bench/hooks_overhead.sh" "$work/prefix" generated "$targets" "$build_runs")
+  echo "$lines" >&2
   line=$(head -1 <<<"$lines")
   sizes=$(tail -1 <<<"$lines")
   row "${targets}-target, 30 headers a source: hooked / plain wall ($(field "$line" wall_hooked_ms) / $(field "$line" wall_plain_ms) ms)" \
@@ -181,11 +182,18 @@ EOF
 
   say "both hooks, by injection: GoogleTest's sources (/usr/src/googletest), from clean"
   line=$("$top/tests/bench/hooks_overhead.sh" "$work/prefix" gtest "$build_runs")
+  echo "googletest: $line" >&2
   row "googletest: hooked / plain wall ($(field "$line" wall_hooked_ms) / $(field "$line" wall_plain_ms) ms)" \
     "$(field "$line" wall_ratio)" "<=" 1.02
+  row "  its CPU, hooked / plain ($(field "$line" cpu_hooked_ms) / $(field "$line" cpu_plain_ms) ms)" \
+    "$(field "$line" cpu_ratio)" "-" ""
 
   say "consumers of a header on a store of $((products * 100)) input relations"
-  line=$("$top/tests/bench/consumers_bench.sh" "$build" "$products" 100 100 | tee /dev/stderr | tail -1)
+  # Its lines go to stderr too (not by tee /dev/stderr, which truncates a
+  # stderr redirected to a file).
+  lines=$("$top/tests/bench/consumers_bench.sh" "$build" "$products" 100 100)
+  echo "$lines" >&2
+  line=$(tail -1 <<<"$lines")
   row "consumers HEADER, $((products * 100)) relations, directory ($(field "$line" header_consumers) consumers)" \
     "$(field "$line" dir_ms)" "<=" 50
   if [[ $(field "$line" pg_ms) != n/a ]]; then

@@ -4,6 +4,7 @@
 
 #include "temp_dir.hpp"
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,6 +133,28 @@ TEST(Fs, CopyAccessGivesTheNewFileTheOldOnesModeAndGroup)
   ASSERT_EQ(::fchmod(old_fd.get(), 04640), 0);
   ASSERT_TRUE(copy_access(old_fd.get(), new_fd.get()));
   EXPECT_EQ(mode_of(new_path), 0640u);
+}
+
+} // namespace
+} // namespace fingerprint::util
+
+namespace fingerprint::util {
+namespace {
+
+// The fast path for paths that are normal already must give what the
+// normalizing path gives for every other shape.
+TEST(AbsolutePath, NormalPathsAreKeptAndOthersNormalized)
+{
+  EXPECT_EQ(absolute_path("/usr/include/c++/12/string"), "/usr/include/c++/12/string");
+  EXPECT_EQ(absolute_path("/"), "/");
+  EXPECT_EQ(absolute_path("/a/.hidden/..."), "/a/.hidden/...");
+  EXPECT_EQ(absolute_path("/a/b/../c"), "/a/c");
+  EXPECT_EQ(absolute_path("/a/./b"), "/a/b");
+  EXPECT_EQ(absolute_path("/a//b"), "/a/b");
+  EXPECT_EQ(absolute_path("/a/b/."), "/a/b");
+  EXPECT_EQ(absolute_path("/a/b/.."), "/a");
+  EXPECT_EQ(absolute_path("/a/b/"), "/a/b");
+  EXPECT_EQ(absolute_path("b/c"), std::filesystem::current_path().string() + "/b/c");
 }
 
 } // namespace
