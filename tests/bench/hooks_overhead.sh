@@ -47,7 +47,6 @@ fp=$prefix/bin/fingerprint
   echo "error: $prefix has no bin/fingerprint and lib/cmake/Fingerprint/Fingerprint.cmake" >&2
   exit 1
 }
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 work=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-hooks.XXXXXX")
