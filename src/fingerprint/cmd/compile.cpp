@@ -15,8 +15,8 @@ namespace fingerprint::cmd {
 
 namespace {
 
-// The value of option `name` in a compile command ("-MF x" or "-MFx"), or
-// of GCC's "-Wp,-MD,x" / "-Wp,-MMD,x" for the dependency file.
+// The value of option `name` in a compile command ("-o x"; "-MF x" or
+// "-MFx", or GCC's "-Wp,-MD,x" / "-Wp,-MMD,x" for the dependency file).
 std::string
 option_value(const std::vector<std::string>& command, std::string_view name)
 {
@@ -25,8 +25,8 @@ option_value(const std::vector<std::string>& command, std::string_view name)
     const std::string& argument = command[i];
     if (argument == name && i + 1 < command.size()) {
       value = command[++i];
-    } else if (argument.starts_with(name) && argument.size() > name.size()) {
-      value = argument.substr(name.size());
+    } else if (name == "-MF" && argument.starts_with(name) && argument.size() > name.size()) {
+      value = argument.substr(name.size()); // "-MFx"; "-o" is never joined by CMake, and "-ofoo" may be a flag
     } else if (name == "-MF" && (argument.starts_with("-Wp,-MD,") || argument.starts_with("-Wp,-MMD,"))) {
       value = argument.substr(argument.find(',', 4) + 1);
     }

@@ -27,8 +27,12 @@ product_name(const store::Store& store, const std::string& product, std::map<std
   }
   std::string name = product;
   if (auto key = store::parse_digest_key(product)) {
-    if (auto record = store::load_record(store, *key); record && !record->producers.empty()) {
-      name = display_path(record->producers.front().path);
+    // Its producers are in its own log: no need for the consumers its
+    // manifests name (load_record).
+    if (auto log = store.read_log(*key)) {
+      if (auto record = store::fold_record(*key, std::move(*log)); !record.producers.empty()) {
+        name = display_path(record.producers.front().path);
+      }
     }
   }
   memo.emplace(product, name);

@@ -70,6 +70,7 @@ public:
                                                  const EventFilter& drop,
                                                  bool dry_run) const override;
   Expected<FsckReport> fsck(const FsckOptions& options) const override;
+  Expected<ArtifactRecord> load_artifact(const DigestKey& key) const override;
   Expected<std::vector<ConsumerHit>> find_consumers(const DigestKey& key,
                                                     bool transitive,
                                                     std::vector<LogProblem>& problems) const override;

@@ -229,6 +229,21 @@ loader_of(const Store& store, const Reachable& reached)
 
 } // namespace
 
+Expected<ArtifactRecord>
+PostgresStore::load_artifact(const DigestKey& key) const
+{
+  if (!m_has_schema) {
+    return fold_record(key, LogContents{});
+  }
+  // One statement for the log, the entries listing it and their users,
+  // where reading manifest by manifest took two per manifest.
+  auto reached = reachable(Session(m_connection->conn, m_location), key, false);
+  if (!reached) {
+    return reached.error();
+  }
+  return loader_of(*this, *reached)(key);
+}
+
 Expected<std::vector<ConsumerHit>>
 PostgresStore::find_consumers(const DigestKey& key, bool transitive, std::vector<LogProblem>& problems) const
 {

@@ -93,6 +93,13 @@ add_manifest_consumers(const Store& store, ArtifactRecord& record, const Manifes
 Expected<ArtifactRecord>
 load_record(const Store& store, const DigestKey& key)
 {
+  return store.load_artifact(key);
+}
+
+Expected<ArtifactRecord>
+Store::load_artifact(const DigestKey& key) const
+{
+  const Store& store = *this;
   auto contents = store.read_log(key);
   if (!contents) {
     return contents.error();

@@ -113,7 +113,8 @@ struct MigrateReport
   size_t manifests_present = 0; // already there
 };
 
-struct Migration; // what migrate() read from a directory store (migrate.hpp)
+struct Migration;      // what migrate() read from a directory store (migrate.hpp)
+struct ArtifactRecord; // one artifact's log folded (artifact_record.hpp)
 
 // What every backend keeps: each artifact's log (its events, in the order
 // they were appended) and each build's index (the events of that build).
@@ -224,6 +225,12 @@ public:
   {
     return {};
   }
+
+  // One artifact's record (store::load_record, artifact_record.hpp): its log
+  // folded, and the consumers its input manifests name. The default reads
+  // the log and then each manifest and its users; a database answers in one
+  // query.
+  virtual Expected<ArtifactRecord> load_artifact(const DigestKey& key) const;
 
   // Who consumed `key` or an installed copy of it; with `transitive`, also
   // who consumed their products, breadth first, each product expanded once
