@@ -24,10 +24,18 @@ or, for a project that does not mention Fingerprint at all::
 At the end of the top-level directory every executable, static, shared and
 module library (in any subdirectory) gets a link launcher (``RULE_LAUNCH_LINK``)
 that runs its link as usual and then ``fingerprint launch`` records the
-produced file and what the link consumed: the linker's own dependency file
-(``-Wl,--dependency-file=``, detected at configure time) or else the libraries
-on the link line. ``install()`` ed copies are recorded at install time as
-``installed`` events linked to the build-tree file they came from.
+produced file and what it read, each with its role: ``link``, the linker's own
+dependency file (``-Wl,--dependency-file=``, detected at configure time) or
+else the libraries on the link line; ``compile``, the sources and headers its
+compiles read, kept by a compile launcher (``<LANG>_COMPILER_LAUNCHER``,
+``fingerprint compile``, with any launcher the target has, such as ccache,
+inside it; object libraries get it too); ``interface``, for a static library,
+the files of its ``INTERFACE_LINK_LIBRARIES`` closure; ``declared``, what
+:command:`fingerprint_target` names. Custom commands run through
+``fingerprint generate`` (``RULE_LAUNCH_CUSTOM``), which records the file each
+generates. Every ``install()`` ed file is recorded at install time as an
+``installed`` event linked to the build-tree or source file it came from,
+after every install rule has run, whatever the policy ``CMP0082``.
 
 Cache variables:
 
