@@ -296,7 +296,8 @@ remove_unused_manifests(const DirectoryStore& store, int root_fd, const std::vec
     going.push_back(std::move(item));
   }
   std::set<std::string> staying; // manifests whose lines could not all go: they stay, listed whole
-  for (const auto& [input_name, hexes] : going_from) {
+  for (const auto& [input_name, listed] : going_from) {
+    const std::set<std::string>& hexes = listed; // a lambda below uses it: clang 14 captures no binding
     auto input = parse_digest_key(input_name);
     if (!input) {
       continue;
