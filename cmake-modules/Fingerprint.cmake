@@ -33,7 +33,8 @@ inside it; object libraries get it too); ``interface``, for a static library,
 the files of its ``INTERFACE_LINK_LIBRARIES`` closure; ``declared``, what
 :command:`fingerprint_target` names. Custom commands run through
 ``fingerprint generate`` (``RULE_LAUNCH_CUSTOM``), which records the file each
-generates. Every ``install()`` ed file is recorded at install time as an
+generates from what its command line names, its ``DEPENDS`` and what its
+``DEPFILE`` lists (read from the generated build files). Every ``install()`` ed file is recorded at install time as an
 ``installed`` event linked to the build-tree or source file it came from,
 after every install rule has run, whatever the policy ``CMP0082``.
 

@@ -31,7 +31,7 @@ fingerprint_install_packages() {
 
 # What building the runner needs.
 # libpq-dev: the PostgreSQL store (fingerprint-postgresql).
-FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann-json3-dev libpq-dev)
+FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann-json3-dev zlib1g-dev libpq-dev)
 # What the test suite needs on top.
 # googletest also brings /usr/src/googletest, the unmodified project the
 # injection test fingerprints.

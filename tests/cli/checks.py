@@ -186,6 +186,22 @@ def random_bytes(seed, size):
     sys.stdout.buffer.write(random.Random(seed).randbytes(int(size)))
 
 
+def reverse_index(*paths):
+    """The manifests each line of the reverse indexes PATHS names, one hex
+    digest a line: a line is the raw digest with newline bytes written as
+    a backslash and 'n', backslashes as two; or, in the first format-2
+    stores, a role letter and the hex."""
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        for line in data.split(b"\n")[:-1]:
+            if len(line) == 65 and line[:1] in b"lcid":
+                print(line[1:].decode())
+                continue
+            raw = line.replace(b"\\n", b"\0NL\0").replace(b"\\\\", b"\\").replace(b"\0NL\0", b"\n")
+            print(raw.hex() if len(raw) == 32 else "not-a-digest:" + line.hex())
+
+
 def deep_array():
     """One JSON line of 10,000 nested arrays."""
     sys.stdout.write("[" * 10000 + "]" * 10000 + "\n")
@@ -224,7 +240,7 @@ def silent_listener():
 
 def main(argv):
     commands = {f.__name__.replace("_", "-"): f for f in (
-        json_each, jsonl_lines, page_summary, json_get, json_set, random_bytes, deep_array, deep_object,
+        json_each, jsonl_lines, page_summary, json_get, json_set, random_bytes, reverse_index, deep_array, deep_object,
         url_quote, free_port, silent_listener)}
     if len(argv) < 2 or argv[1] not in commands:
         sys.exit(f"usage: {argv[0]} {{{'|'.join(commands)}}} [ARG...]")

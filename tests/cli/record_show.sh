@@ -112,8 +112,9 @@ unexpected=$(cd "$S" 2>&1 && find . -regextype posix-extended -type f ! -name fi
   ! -regex '\./(manifests|inputs)/sha256/([0-9a-f]{2})/\2[0-9a-f]{62}') || true
 expect_eq "$unexpected" "" "the store holds no files outside the documented layout"
 expect_eq "$(find "$S/manifests" -type f | wc -l)" 2 "two input manifests: app's and tool's"
-expect_eq "$(find "$S/inputs" -type f | sort | xargs -r cat | cut -c1 | paste -sd' ')" "l l" \
-  "the reverse index of lib.a and of app: one link line each"
+expect_eq "$(find "$S/inputs" -type f -print0 | xargs -0r python3 "$CHECKS" reverse-index | sort | paste -sd' ')" \
+  "$(find "$S/manifests" -type f -printf '%f\n' | sort | paste -sd' ')" \
+  "the reverse indexes of lib.a and of app: one line each, naming tool's and app's manifests"
 expect_eq "$(find "$S" -name '*.jsonl' | wc -l)" 8 "the store holds 3 object logs, 2 manifest logs and 3 build indexes"
 # Every line of every log is one newline-terminated JSON object.
 find "$S" -name '*.jsonl' -print0 | xargs -0 python3 "$CHECKS" jsonl-lines >bad-lines 2>&1 \

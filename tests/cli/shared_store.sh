@@ -92,8 +92,10 @@ expect_eq "$(grep -c . "$index" || true)" 2 "build app/b1's index holds B's even
 
 # The users really are A and B, writing each other's files (else the mode
 # checks below would prove nothing): fails when `as` ran things as root.
-owner_has() { # FILE UID TEXT WHAT
-  if [[ $(stat -c %u "$1") == "$2" ]] && grep -qF -- "$3" "$1"; then
+owner_has() { # FILE UID TEXT WHAT (a reverse index's lines are read as the manifests they name)
+  local read=(cat)
+  [[ $1 == */inputs/* ]] && read=(checks_py reverse-index)
+  if [[ $(stat -c %u "$1") == "$2" ]] && "${read[@]}" "$1" | grep -qF -- "$3"; then
     _result 1 "$4"
   else
     _result 0 "$4: $1 is owned by $(stat -c %u "$1"), expected $2, or lacks '$3'"

@@ -72,6 +72,17 @@ query "$T/version-txt.json" consumers --json --transitive "$P/mid/version.txt"
 expect_json "$T/version-txt.json" '[(e["target"], e["depth"]) for e in d] == [("version.hpp", 1), ("notes.txt", 1), ("mid", 2), ("tool", 3)]' \
   "the data file reaches the program through the generated header and the archive (and makes notes.txt)"
 
+# What CMake does not hand the custom command's launcher: its DEPENDS and
+# its DEPFILE, read from the build files it generated.
+query "$T/table-format.json" consumers --json "$P/mid/table.format"
+expect_json "$T/table-format.json" '[(e["target"], e["role"]) for e in d] == [("table.hpp", "declared")]' \
+  "a DEPENDS that no command line names is an input of the header made"
+query "$T/table-inc.json" consumers --json --transitive "$P/mid/table.inc"
+expect_json_each "$T/table-inc.json" <<EOF
+a file only the DEPFILE lists is read by the command :: [(e["target"], e["role"], e["depth"]) for e in d if e["depth"] == 1] == [("table.hpp", "compile", 1)]
+and reaches the program through the header and the archive :: ("tool", 3) in [(e["target"], e["depth"]) for e in d]
+EOF
+
 query "$T/notes.json" show --json "$T/mid/notes.txt"
 expect_json "$T/notes.json" '[e["target"] for e in d["producers"]] == ["notes.txt"]' \
   "a custom command that starts with a variable assignment runs and is recorded"
@@ -122,6 +133,11 @@ expect_json "$T/make.json" '("tool", "'"$T/mid-make"'") in [(e["target"], e["bui
 query "$T/make-hdr.json" consumers --json "$hdr_hpp"
 expect_json "$T/make-hdr.json" '("mid", "'"$T/mid-make"'") in [(e["target"], e["build_dir"]) for e in d]' \
   "Unix Makefiles: the header-only library is consumed"
+for input in table.format:declared table.inc:compile; do
+  query "$T/make-table.json" consumers --json "$P/mid/${input%:*}"
+  expect_json "$T/make-table.json" '("table.hpp", "'"${input#*:}"'") in [(e["target"], e["role"]) for e in d if e["build_dir"] == "'"$T/mid-make"'"]' \
+    "Unix Makefiles: the custom command's ${input%:*} (${input#*:}) is read from its build.make and DependInfo.cmake"
+done
 
 GENERATOR="Ninja Multi-Config" configure "$P/mid" "$T/mid-multi" "${inject[@]}"
 for config in Debug Release; do
@@ -135,6 +151,9 @@ query "$T/multi-base.json" consumers --json "$base_a"
 expect_json "$T/multi-base.json" \
   'sum(1 for e in d if e["build_dir"] == "'"$T/mid-multi"'" and e["role"] == "interface") == 2' \
   "Ninja Multi-Config: both archives hand the installed archive on"
+query "$T/multi-table.json" consumers --json "$P/mid/table.inc"
+expect_json "$T/multi-table.json" '("table.hpp", "compile") in [(e["target"], e["role"]) for e in d if e["build_dir"] == "'"$T/mid-multi"'"]' \
+  "Ninja Multi-Config: the custom command's DEPFILE is read from the configuration's build file"
 
 # A build tree reached through a symbolic link: its objects are still its
 # own, and what their compiles read is recorded.

@@ -1,6 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/hook/build_id.hpp>
+#include <fingerprint/hook/custom_rule.hpp>
+#include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/util/process.hpp>
 #include <fingerprint/util/text.hpp>
@@ -34,14 +36,45 @@ regular_file(const std::string& path, struct stat& st)
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// What a custom command read, as far as its command line says: the program
-// and every argument that names an existing file other than its output.
-// CMake does not hand a launcher the command's DEPENDS.
+// What a custom command read: the program and every argument that names an
+// existing file other than its output; its DEPENDS, and what its DEPFILE
+// lists when this command wrote it, from the build files CMake generated
+// (CMake does not hand a launcher either).
 std::vector<hook::Input>
-command_inputs(const std::vector<std::string>& command, const std::string& output)
+command_inputs(const std::vector<std::string>& command,
+               const std::string& output,
+               const std::string& build_dir,
+               int64_t started)
 {
   std::vector<hook::Input> inputs;
   std::set<std::string> seen{output};
+  const std::string working_dir = absolute_path(".");
+  const std::optional<hook::CustomRule> rule = hook::find_custom_rule(build_dir, output, working_dir);
+  auto add = [&](std::string path, store::Role role) {
+    if (seen.insert(path).second) {
+      inputs.push_back({std::move(path), role});
+    }
+  };
+  if (rule) {
+    for (const std::string& path : rule->depends) {
+      add(path, store::Role::declared);
+    }
+    struct stat st
+    {};
+    // A depfile an earlier build left says what that build read.
+    if (!rule->depfile.empty() && regular_file(rule->depfile, st)
+        && static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec >= started - k_clock_slack_ns) {
+      if (auto text = util::read_regular_file(rule->depfile)) {
+        for (const std::string& path : hook::parse_compiler_depfile(*text)) {
+          struct stat input
+          {};
+          if (!path.empty() && regular_file(path, input)) {
+            add(absolute_path(path), store::Role::compile);
+          }
+        }
+      }
+    }
+  }
   for (size_t i = 0; i < command.size(); ++i) {
     std::string path = command[i];
     if (i == 0 && path.find('/') == std::string::npos) {
@@ -57,10 +90,7 @@ command_inputs(const std::vector<std::string>& command, const std::string& outpu
     if (path.empty() || !regular_file(path, st)) {
       continue;
     }
-    path = absolute_path(path);
-    if (seen.insert(path).second) {
-      inputs.push_back({std::move(path), store::Role::declared});
-    }
+    add(absolute_path(path), store::Role::declared);
   }
   return inputs;
 }
@@ -107,7 +137,7 @@ as_run(const std::vector<std::string>& command)
 }
 
 Expected<size_t>
-record_generated(const Args& args, const std::string& output, Context& context)
+record_generated(const Args& args, const std::string& output, int64_t started, Context& context)
 {
   auto algorithm = algorithm_option(args);
   if (!algorithm) {
@@ -127,7 +157,7 @@ record_generated(const Args& args, const std::string& output, Context& context)
   request.algorithm = *algorithm;
   request.spool = !args.flag("required");
   request.produced = {output};
-  request.consumed = command_inputs(args.positional(), output);
+  request.consumed = command_inputs(args.positional(), output, build_dir, started);
   request.build_id = hook::build_id_from_environment();
   if (request.build_id.empty()) {
     auto counted = hook::build_id_from_invocation(build_dir);
@@ -155,11 +185,15 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
     return k_exit_usage;
   }
   const int64_t started = util::now_ns();
-  const std::string output = args.value("output").value_or("");
+  const std::vector<std::string>& command = args.positional();
+  // CMake's own last step of a command with a DEPFILE, which rewrites the
+  // depfile for Ninja: the output is the previous step's, just written.
+  const bool cmake_step = command.size() >= 3 && command[1] == "-E" && command[2] == "cmake_transform_depfile";
+  const std::string output = cmake_step ? std::string() : args.value("output").value_or("");
   if (!output.empty()) {
     hook::claim_build_id(absolute_path(*args.value("build-dir")));
   }
-  auto status = util::run_program(as_run(args.positional()));
+  auto status = util::run_program(as_run(command));
   if (!status) {
     print_error(context, status.error().message);
     return 127;
@@ -176,7 +210,7 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   }
   Expected<size_t> recorded = Error{};
   try {
-    recorded = record_generated(args, path, context);
+    recorded = record_generated(args, path, started, context);
   } catch (const std::exception& error) {
     recorded = Error{std::string("internal error: ") + error.what()};
   }

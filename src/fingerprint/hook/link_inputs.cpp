@@ -124,33 +124,6 @@ trim(std::string_view text)
   return text;
 }
 
-// The dependency file's text. O_NONBLOCK: a FIFO left at the path would
-// otherwise block the open until some writer came.
-Expected<std::string>
-read_depfile(const std::string& path)
-{
-  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    return make_error(path, util::errno_text(errno));
-  }
-  struct stat st
-  {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return make_error(path, util::errno_text(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return make_error(path,
-                      S_ISDIR(st.st_mode)    ? "is a directory, not a regular file"
-                      : S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO)"
-                                             : "not a regular file");
-  }
-  auto text = util::read_all(fd.get());
-  if (!text) {
-    return make_error(path, text.error().message);
-  }
-  return text;
-}
-
 // A name as a warning can show it: a NUL byte would end the line early.
 std::string
 printable(std::string_view name)
@@ -251,7 +224,7 @@ namespace {
 void
 read_response_file(const std::string& path, std::vector<std::string>& out)
 {
-  auto text = read_depfile(path);
+  auto text = util::read_regular_file(path);
   if (!text) {
     return;
   }
@@ -293,7 +266,7 @@ collect_link_inputs(const std::vector<std::string>& command,
   // No file is what a linker that ignores the option leaves: the link line
   // is read then, as always. Anything else there is worth a word.
   if (struct stat st{}; !depfile.empty() && ::lstat(depfile.c_str(), &st) == 0) {
-    if (auto read = read_depfile(depfile)) {
+    if (auto read = util::read_regular_file(depfile)) {
       text = std::move(*read);
     } else {
       on_warning(read.error().message + " (the linker's dependency file; the link line's inputs are recorded instead)");
@@ -381,7 +354,7 @@ std::vector<std::string>
 take_archive_objects(const std::string& path)
 {
   std::vector<std::string> objects;
-  auto text = read_depfile(path);
+  auto text = util::read_regular_file(path);
   ::unlink(path.c_str());
   if (!text) {
     return objects;
@@ -424,7 +397,7 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing)
         && (record_st.st_mtim.tv_sec > object_st.st_mtim.tv_sec
             || (record_st.st_mtim.tv_sec == object_st.st_mtim.tv_sec
                 && record_st.st_mtim.tv_nsec >= object_st.st_mtim.tv_nsec))) {
-      if (auto text = read_depfile(record)) {
+      if (auto text = util::read_regular_file(record)) {
         std::string_view rest = *text;
         while (!rest.empty()) {
           const size_t end = std::min(rest.find('\0'), rest.size());
@@ -441,7 +414,7 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing)
     // of the object's path before /CMakeFiles/.
     const std::string depfile = object + ".d";
     const size_t cmake_files = object.rfind("/CMakeFiles/");
-    auto text = read_depfile(depfile);
+    auto text = util::read_regular_file(depfile);
     if (!text || cmake_files == std::string::npos) {
       ++missing;
       continue;

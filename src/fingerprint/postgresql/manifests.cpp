@@ -100,7 +100,7 @@ PostgresStore::find_manifest_uses(const DigestKey& input, std::vector<LogProblem
   }
   auto result = Session(m_connection->conn, m_location)
                   .run("finding the input manifests of " + input.str(),
-                       "SELECT m.digest, x.role FROM fingerprint_manifest_entries x JOIN fingerprint_manifests m ON "
+                       "SELECT m.digest FROM fingerprint_manifest_entries x JOIN fingerprint_manifests m ON "
                        "m.id = x.manifest WHERE x.input = $1 ORDER BY x.manifest, x.position",
                        {input.str()});
   if (!result) {

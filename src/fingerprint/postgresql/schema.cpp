@@ -346,20 +346,17 @@ std::vector<ManifestUse>
 manifest_uses(const Result& result, int first, int last, int column, std::vector<LogProblem>& problems)
 {
   std::vector<ManifestUse> uses;
-  std::set<std::pair<std::string, char>> seen;
+  std::set<std::string> seen;
   for (int row = first; row < last; ++row) {
     const std::string digest = PQgetvalue(result.get(), row, column);
-    const char code = *PQgetvalue(result.get(), row, column + 1);
     auto key = parse_digest_key(digest);
-    const auto role = role_of_code(code);
-    if (!key || !role) {
-      problems.push_back({"fingerprint_manifest_entries",
-                          0,
-                          "input manifest '" + digest + "': " + (key ? "unknown role" : key.error().message)});
+    if (!key) {
+      problems.push_back(
+        {"fingerprint_manifest_entries", 0, "input manifest '" + digest + "': " + key.error().message});
       continue;
     }
-    if (seen.emplace(digest, code).second) {
-      uses.push_back({std::move(*key), *role});
+    if (seen.insert(digest).second) {
+      uses.push_back({std::move(*key)});
     }
   }
   return uses;

@@ -76,10 +76,10 @@ private:
   std::vector<std::string> m_line;
 };
 
-// The (manifest, role) pairs in rows [first, last) of `result`, whose
-// columns `column` and `column + 1` hold a manifest's digest and a role
-// code, each pair once, in row order (as a directory store's reverse index
-// reads); rows that do not read are appended to `problems`.
+// The manifests in rows [first, last) of `result`, whose column `column`
+// holds a manifest's digest, each once, in row order (as a directory
+// store's reverse index reads); rows that do not read are appended to
+// `problems`.
 std::vector<ManifestUse> manifest_uses(const Result& result,
                                        int first,
                                        int last,

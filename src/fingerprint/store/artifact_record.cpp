@@ -56,17 +56,26 @@ add_manifest_consumers(const Store& store, ArtifactRecord& record, const Manifes
     if (!*manifest) {
       continue; // indexed by a call that died before storing it
     }
-    const ManifestEntry* entry = nullptr;
+    // Its entries: one per role it had there (the last path of each in the
+    // manifest's order; an input read at two paths in one role is one edge).
+    std::vector<const ManifestEntry*> entries;
     for (const ManifestEntry& candidate : (*manifest)->entries) {
-      if (candidate.hex == record.key.hex && candidate.role == use.role) {
-        entry = &candidate;
-        record.size = candidate.size;
-        if (std::find(record.names.begin(), record.names.end(), candidate.path) == record.names.end()) {
-          record.names.push_back(candidate.path);
-        }
+      if (candidate.hex != record.key.hex) {
+        continue;
+      }
+      record.size = candidate.size;
+      if (std::find(record.names.begin(), record.names.end(), candidate.path) == record.names.end()) {
+        record.names.push_back(candidate.path);
+      }
+      auto same_role =
+        std::find_if(entries.begin(), entries.end(), [&](const ManifestEntry* e) { return e->role == candidate.role; });
+      if (same_role == entries.end()) {
+        entries.push_back(&candidate);
+      } else {
+        *same_role = &candidate;
       }
     }
-    if (entry == nullptr) {
+    if (entries.empty()) {
       record.problems.push_back(
         {"manifest " + use.manifest.str(), 0, "indexed under " + record.key.str() + " but does not list it"});
       continue;
@@ -75,16 +84,18 @@ add_manifest_consumers(const Store& store, ArtifactRecord& record, const Manifes
     if (!users) {
       return users.error();
     }
-    for (Event& user : *users) {
-      Event event = std::move(user);
-      event.event = EventKind::consumed;
-      event.product = std::move(event.digest);
-      event.digest = record.key.str();
-      event.size = entry->size;
-      event.path = entry->path;
-      event.role = std::string(role_name(use.role));
-      event.inputs.clear();
-      record.consumers.push_back(std::move(event));
+    for (const ManifestEntry* entry : entries) {
+      for (const Event& user : *users) {
+        Event event = user;
+        event.event = EventKind::consumed;
+        event.product = std::move(event.digest);
+        event.digest = record.key.str();
+        event.size = entry->size;
+        event.path = entry->path;
+        event.role = std::string(role_name(entry->role));
+        event.inputs.clear();
+        record.consumers.push_back(std::move(event));
+      }
     }
   }
   return {};

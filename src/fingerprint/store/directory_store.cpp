@@ -343,7 +343,12 @@ DirectoryStore::put_manifest(const DigestKey& key,
     return make_error(m_root + "/" + tree, tree_fd.error().message);
   }
   std::map<std::string, Fd, std::less<>> fan_out;
+  const std::string line = reverse_line(key);
+  std::set<std::string_view> indexed; // an input read at two paths, or in two roles, is indexed once
   for (const ManifestEntry& entry : manifest.entries) {
+    if (!indexed.insert(entry.hex).second) {
+      continue;
+    }
     const std::string prefix = entry.hex.substr(0, 2);
     auto it = fan_out.find(prefix);
     if (it == fan_out.end()) {
@@ -353,7 +358,6 @@ DirectoryStore::put_manifest(const DigestKey& key,
       }
       it = fan_out.emplace(prefix, std::move(*opened)).first;
     }
-    const std::string line = reverse_line(ManifestUse{key, entry.role});
     // No warnings: those look for JSON, which these lines are not.
     auto appended = append_in(
       it->second.get(), layout::reverse_index(DigestKey{manifest.algorithm, entry.hex}), entry.hex, line, nullptr);
@@ -462,13 +466,13 @@ DirectoryStore::find_manifest_uses(const DigestKey& input, std::vector<LogProble
     if (line.empty()) {
       continue;
     }
-    auto use = parse_reverse_line(line, input.algorithm);
-    if (!use) {
-      problems.push_back({relative, number, "not a reverse index line (<role><manifest hex>)"});
+    auto manifest = parse_reverse_line(line, input.algorithm);
+    if (!manifest) {
+      problems.push_back({relative, number, "not a reverse index line (a manifest's digest)"});
       continue;
     }
-    if (seen.insert(reverse_line(*use)).second) {
-      uses.push_back(std::move(*use));
+    if (seen.insert(manifest->hex).second) {
+      uses.push_back({std::move(*manifest)});
     }
   }
   return uses;

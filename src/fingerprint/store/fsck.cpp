@@ -450,15 +450,14 @@ describe_event(const Event& event)
          + " " + event.build;
 }
 
-// A line "<role code><manifest hex>" of `input`'s reverse index as a 64-bit
+// A line of `input`'s reverse index (the manifest it names) as a 64-bit
 // hash: what a manifest's entry needs there, and what the file holds, are
 // matched in memory by it (8 bytes per line of the store).
 std::uint64_t
-reverse_hash(const DigestKey& input, Role role, std::string_view manifest_hex)
+reverse_hash(const DigestKey& input, std::string_view manifest_hex)
 {
   std::string text = input.str();
   text += ' ';
-  text += static_cast<char>(role);
   text += manifest_hex;
   return std::hash<std::string>{}(text);
 }
@@ -508,8 +507,8 @@ reverse_hashes_in(int root_fd, const DigestKey& input)
   auto text = read_again(root_fd, layout::reverse_index(input));
   std::string_view rest = text ? std::string_view(*text) : std::string_view();
   for (size_t newline = rest.find('\n'); newline != std::string_view::npos; newline = rest.find('\n')) {
-    if (auto use = parse_reverse_line(rest.substr(0, newline), input.algorithm)) {
-      hashes.insert(reverse_hash(input, use->role, use->manifest.hex));
+    if (auto manifest = parse_reverse_line(rest.substr(0, newline), input.algorithm)) {
+      hashes.insert(reverse_hash(input, manifest->hex));
     }
     rest.remove_prefix(newline + 1);
   }
@@ -767,7 +766,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
         } else {
           sound_manifests[file.key.str()] = i;
           for (const ManifestEntry& entry : manifest->entries) {
-            needed.emplace_back(reverse_hash(DigestKey{manifest->algorithm, entry.hex}, entry.role, file.key.hex),
+            needed.emplace_back(reverse_hash(DigestKey{manifest->algorithm, entry.hex}, file.key.hex),
                                 static_cast<std::uint32_t>(i));
           }
           needed_sorted = false;
@@ -788,32 +787,30 @@ DirectoryStore::fsck(const FsckOptions& options) const
           if (line.empty()) {
             continue;
           }
-          auto use = parse_reverse_line(line, file.key.algorithm);
-          if (!use) {
+          auto listed = parse_reverse_line(line, file.key.algorithm);
+          if (!listed) {
             report.findings.push_back({file.relative,
                                        number,
-                                       "unreadable line: not a reverse index line (<role code><manifest hex>)",
+                                       "unreadable line: not a reverse index line (a manifest's digest)",
                                        FsckKind::damage,
                                        {}});
             continue;
           }
-          const std::uint64_t hash = reverse_hash(file.key, use->role, use->manifest.hex);
+          const std::uint64_t hash = reverse_hash(file.key, listed->hex);
           present.insert(hash);
-          const std::string manifest = use->manifest.str();
+          const std::string manifest = listed->str();
           if (sound_manifests.contains(manifest)) {
             if (!is_needed(hash)) {
               report.findings.push_back({file.relative,
                                          number,
-                                         "names input manifest " + manifest + " as a "
-                                           + std::string(role_name(use->role))
-                                           + " input, which that manifest does not list",
+                                         "names input manifest " + manifest + ", which does not list this input",
                                          FsckKind::damage,
                                          {}});
             }
           } else if (bad_manifests.contains(manifest)) {
             report.findings.push_back(
               {file.relative, number, "names input manifest " + manifest + ", which is damaged", FsckKind::damage, {}});
-          } else if (!exists_below(root_fd, layout::manifest_file(use->manifest))) {
+          } else if (!exists_below(root_fd, layout::manifest_file(*listed))) {
             // Not one that appeared since the walk (a call storing it now):
             // its reverse index lines come first, the manifest after them.
             report.findings.push_back(
@@ -926,6 +923,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
       }
     }
     std::map<std::string, std::set<std::uint64_t>> read; // reverse index -> its lines, read again
+    std::set<std::uint64_t> reported; // an input a manifest lists twice (two paths, two roles) lacks one line
     for (const std::uint32_t i : incomplete) {
       const StoreFile& file = listing.entries[i];
       auto manifest = manifest_again(root_fd, file);
@@ -934,8 +932,8 @@ DirectoryStore::fsck(const FsckOptions& options) const
       }
       for (const ManifestEntry& entry : manifest->entries) {
         const DigestKey input{manifest->algorithm, entry.hex};
-        const std::uint64_t hash = reverse_hash(input, entry.role, file.key.hex);
-        if (present.contains(hash)) {
+        const std::uint64_t hash = reverse_hash(input, file.key.hex);
+        if (present.contains(hash) || !reported.insert(hash).second) {
           continue;
         }
         auto it = read.find(input.str());
@@ -946,7 +944,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
           continue;
         }
         const std::string path = layout::reverse_index(input);
-        missing_lines.push_back({path, reverse_line({file.key, entry.role}), file.key.str(), report.findings.size()});
+        missing_lines.push_back({path, reverse_line(file.key), file.key.str(), report.findings.size()});
         report.findings.push_back({path,
                                    0,
                                    "does not name input manifest " + file.key.str() + ", which lists this input ("
@@ -1154,19 +1152,19 @@ DirectoryStore::fsck(const FsckOptions& options) const
       }
       const DigestKey& input = file->key;
       auto keep_line = [&](std::string_view line) {
-        auto use = parse_reverse_line(line, input.algorithm);
-        if (!use) {
+        auto listed = parse_reverse_line(line, input.algorithm);
+        if (!listed) {
           return false;
         }
-        const std::string manifest = use->manifest.str();
+        const std::string manifest = listed->str();
         if (quarantined_manifests.contains(manifest) || bad_manifests.contains(manifest)) {
           return false;
         }
         if (sound_manifests.contains(manifest)) {
-          return is_needed(reverse_hash(input, use->role, use->manifest.hex));
+          return is_needed(reverse_hash(input, listed->hex));
         }
         // One that appeared since the walk stays.
-        return exists_below(root_fd, layout::manifest_file(use->manifest));
+        return exists_below(root_fd, layout::manifest_file(*listed));
       };
       auto rebuilt = rebuild_reverse(root_fd, *file, keep_line, quarantined_as);
       if (!rebuilt) {

@@ -219,8 +219,8 @@ without_manifests(std::string_view text, const DigestKey& input, const std::set<
     const std::string_view line = text.substr(0, newline == std::string_view::npos ? text.size() : newline + 1);
     text.remove_prefix(line.size());
     if (newline != std::string_view::npos) {
-      auto use = parse_reverse_line(line.substr(0, line.size() - 1), input.algorithm);
-      if (use && hexes.contains(use->manifest.hex)) {
+      auto manifest = parse_reverse_line(line.substr(0, line.size() - 1), input.algorithm);
+      if (manifest && hexes.contains(manifest->hex)) {
         ++dropped;
         continue;
       }

@@ -4,14 +4,20 @@
 
 #include <algorithm>
 #include <charconv>
+#include <new>
+#include <zlib.h>
 
 namespace fingerprint::store {
 
 namespace {
 
-constexpr std::string_view k_magic = "fingerprint-manifest 1 ";
+constexpr std::string_view k_magic = "fingerprint-manifest 2 ";
+// What stores of format 2 before manifests were compressed hold; read still.
+constexpr std::string_view k_magic_1 = "fingerprint-manifest 1 ";
+static_assert(k_magic.size() == k_magic_1.size());
 // Paths are at most PATH_MAX; a count this large is not a manifest.
 constexpr uint64_t k_max_entries = 16 * 1024 * 1024;
+constexpr uint64_t k_max_path = 4096;
 
 void
 put_number(std::string& out, uint64_t value)
@@ -45,6 +51,15 @@ int
 nibble(char c)
 {
   return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// Appends the bytes a lower-hex digest spells.
+void
+put_raw_digest(std::string& out, std::string_view hex)
+{
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out += static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1]));
+  }
 }
 
 } // namespace
@@ -104,104 +119,248 @@ normalize(Manifest& manifest)
 std::string
 encode(const Manifest& manifest)
 {
-  std::string out(k_magic);
-  out += digest::algorithm_name(manifest.algorithm);
-  out += ' ';
-  out += std::to_string(manifest.entries.size());
-  out += '\n';
+  // The columns that compress (roles, sizes, front-coded paths), packed.
+  std::string packed;
+  packed.reserve(manifest.entries.size() * 16);
+  for (const ManifestEntry& entry : manifest.entries) {
+    packed += static_cast<char>(entry.role);
+  }
+  for (const ManifestEntry& entry : manifest.entries) {
+    put_number(packed, entry.size);
+  }
   std::string_view previous;
   for (const ManifestEntry& entry : manifest.entries) {
-    out += static_cast<char>(entry.role);
-    for (size_t i = 0; i + 1 < entry.hex.size(); i += 2) {
-      out += static_cast<char>(nibble(entry.hex[i]) << 4 | nibble(entry.hex[i + 1]));
-    }
-    put_number(out, entry.size);
     const std::string_view path = entry.path;
     size_t shared = 0;
     while (shared < previous.size() && shared < path.size() && previous[shared] == path[shared]) {
       ++shared;
     }
-    put_number(out, shared);
-    put_number(out, path.size() - shared);
-    out.append(path.substr(shared));
+    put_number(packed, shared);
+    put_number(packed, path.size() - shared);
+    packed.append(path.substr(shared));
     previous = path;
+  }
+  uLongf compressed_size = compressBound(static_cast<uLong>(packed.size()));
+  std::string compressed(compressed_size, '\0');
+  // Only a zlib without memory fails here; the uncompressed columns are
+  // then what is stored (level 0 is still a zlib stream).
+  int level = Z_DEFAULT_COMPRESSION;
+  while (compress2(reinterpret_cast<Bytef*>(compressed.data()),
+                   &compressed_size,
+                   reinterpret_cast<const Bytef*>(packed.data()),
+                   static_cast<uLong>(packed.size()),
+                   level)
+         != Z_OK) {
+    if (level == Z_NO_COMPRESSION) {
+      throw std::bad_alloc();
+    }
+    level = Z_NO_COMPRESSION;
+    compressed_size = static_cast<uLongf>(compressed.size());
+  }
+  compressed.resize(compressed_size);
+
+  std::string out(k_magic);
+  out += digest::algorithm_name(manifest.algorithm);
+  out += ' ';
+  out += std::to_string(manifest.entries.size());
+  out += ' ';
+  out += std::to_string(packed.size());
+  out += '\n';
+  out += compressed;
+  for (const ManifestEntry& entry : manifest.entries) {
+    put_raw_digest(out, entry.hex);
   }
   return out;
 }
+
+namespace {
+
+// The header's numbers after the algorithm: "<count>" in version 1,
+// "<count> <packed bytes>" in version 2.
+bool
+parse_count(std::string_view text, uint64_t& value, uint64_t limit)
+{
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() && value <= limit;
+}
+
+// Checks one decoded entry against the one before it and the path rules.
+std::optional<std::string>
+entry_problem(const Manifest& manifest, const ManifestEntry& entry)
+{
+  if (!entry.path.starts_with('/') || entry.path.find('\0') != std::string::npos) {
+    return "'s path is not absolute";
+  }
+  if (!manifest.entries.empty()) {
+    const ManifestEntry& last = manifest.entries.back();
+    if (last.path > entry.path || (last.path == entry.path && last.role >= entry.role)) {
+      return " is out of order";
+    }
+  }
+  return std::nullopt;
+}
+
+// Reads one front-coded path after `previous` from `in`.
+bool
+get_path(std::string_view& in, const std::string& previous, std::string& path)
+{
+  uint64_t shared = 0;
+  uint64_t rest = 0;
+  if (!get_number(in, shared) || !get_number(in, rest) || shared > previous.size() || rest > in.size()) {
+    return false;
+  }
+  path.assign(previous, 0, shared);
+  path.append(in.substr(0, rest));
+  in.remove_prefix(rest);
+  return true;
+}
+
+} // namespace
 
 Expected<Manifest>
 decode_manifest(std::string_view bytes, const std::string& where)
 {
   auto bad = [&](const std::string& why) { return make_error(where, "not an input manifest: " + why); };
-  if (!bytes.starts_with(k_magic)) {
+  const bool version_1 = bytes.starts_with(k_magic_1);
+  if (!version_1 && !bytes.starts_with(k_magic)) {
     return bad("it does not begin with \"" + std::string(k_magic) + "\"");
   }
   bytes.remove_prefix(k_magic.size());
   const size_t end_of_line = bytes.find('\n');
-  const size_t space = bytes.substr(0, end_of_line).find(' ');
-  if (end_of_line == std::string_view::npos || space == std::string_view::npos) {
+  if (end_of_line == std::string_view::npos) {
+    return bad("its first line is cut short");
+  }
+  const std::string_view header = bytes.substr(0, end_of_line);
+  bytes.remove_prefix(end_of_line + 1);
+  const size_t space = header.find(' ');
+  if (space == std::string_view::npos) {
     return bad("its first line is cut short");
   }
   Manifest manifest;
-  const auto algorithm = digest::parse_algorithm(bytes.substr(0, space));
+  const auto algorithm = digest::parse_algorithm(header.substr(0, space));
   if (!algorithm) {
-    return bad("unknown digest algorithm '" + std::string(bytes.substr(0, space)) + "'");
+    return bad("unknown digest algorithm '" + std::string(header.substr(0, space)) + "'");
   }
   manifest.algorithm = *algorithm;
-  const std::string_view count_text = bytes.substr(space + 1, end_of_line - space - 1);
+  std::string_view count_text = header.substr(space + 1);
+  std::string_view packed_text;
+  if (!version_1) {
+    const size_t second = count_text.find(' ');
+    if (second == std::string_view::npos) {
+      return bad("its first line is cut short");
+    }
+    packed_text = count_text.substr(second + 1);
+    count_text = count_text.substr(0, second);
+  }
   uint64_t count = 0;
-  if (auto [end, error] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
-      error != std::errc() || end != count_text.data() + count_text.size() || count > k_max_entries) {
+  if (!parse_count(count_text, count, k_max_entries)) {
     return bad("its entry count '" + std::string(count_text) + "' is not a number");
   }
-  bytes.remove_prefix(end_of_line + 1);
   const size_t digest_bytes = digest::digest_size(manifest.algorithm);
-  manifest.entries.reserve(std::min<uint64_t>(count, bytes.size() / (digest_bytes + 3) + 1));
-  std::string previous;
+  manifest.entries.reserve(std::min<uint64_t>(count, bytes.size() / (digest_bytes + 1) + 1));
   static constexpr char k_hex[] = "0123456789abcdef";
-  for (uint64_t i = 0; i < count; ++i) {
-    const std::string entry_name = "entry " + std::to_string(i + 1);
-    if (bytes.size() < 1 + digest_bytes) {
-      return bad(entry_name + " is cut short");
+  auto take_digest = [&](std::string_view raw, std::string& hex) {
+    hex.reserve(2 * digest_bytes);
+    for (const char c : raw.substr(0, digest_bytes)) {
+      const auto byte = static_cast<unsigned char>(c);
+      hex += k_hex[byte >> 4];
+      hex += k_hex[byte & 15];
     }
+  };
+  auto entry_name = [](uint64_t i) { return "entry " + std::to_string(i + 1); };
+  std::string previous;
+
+  if (version_1) {
+    // Per entry: role code, raw digest, size, front-coded path.
+    for (uint64_t i = 0; i < count; ++i) {
+      if (bytes.size() < 1 + digest_bytes) {
+        return bad(entry_name(i) + " is cut short");
+      }
+      ManifestEntry entry;
+      const auto role = role_of_code(bytes.front());
+      if (!role) {
+        return bad(entry_name(i) + " has an unknown role");
+      }
+      entry.role = *role;
+      take_digest(bytes.substr(1), entry.hex);
+      bytes.remove_prefix(1 + digest_bytes);
+      if (!get_number(bytes, entry.size)) {
+        return bad(entry_name(i) + " has a damaged size");
+      }
+      if (!get_path(bytes, previous, entry.path)) {
+        return bad(entry_name(i) + " has a damaged path");
+      }
+      if (auto problem = entry_problem(manifest, entry)) {
+        return bad(entry_name(i) + *problem);
+      }
+      previous = entry.path;
+      manifest.entries.push_back(std::move(entry));
+    }
+    if (!bytes.empty()) {
+      return bad(std::to_string(bytes.size()) + " bytes after its last entry");
+    }
+    return manifest;
+  }
+
+  // Version 2: the packed columns deflated, then the raw digests.
+  uint64_t packed_size = 0;
+  // Each entry packs at most a role, three 10-byte numbers and a path.
+  if (!parse_count(packed_text, packed_size, count * (31 + k_max_path)) || packed_size < count * 4) {
+    return bad("its packed size '" + std::string(packed_text) + "' does not fit its " + std::to_string(count)
+               + " entries");
+  }
+  if (bytes.size() < count * digest_bytes) {
+    return bad("its digests are cut short");
+  }
+  const std::string_view compressed = bytes.substr(0, bytes.size() - count * digest_bytes);
+  // Deflate packs at most 1032 bytes into one: a larger claim is damage,
+  // and is not allocated.
+  if (packed_size > compressed.size() * 1032 + 64) {
+    return bad("its packed size " + std::to_string(packed_size) + " is more than its "
+               + std::to_string(compressed.size()) + " compressed bytes can hold");
+  }
+  std::string_view digests = bytes.substr(compressed.size());
+  std::string packed(packed_size, '\0');
+  uLongf unpacked_size = static_cast<uLongf>(packed_size);
+  uLong compressed_size = static_cast<uLong>(compressed.size());
+  const int inflated = uncompress2(reinterpret_cast<Bytef*>(packed.data()),
+                                   &unpacked_size,
+                                   reinterpret_cast<const Bytef*>(compressed.data()),
+                                   &compressed_size);
+  if (inflated != Z_OK || unpacked_size != packed_size || compressed_size != compressed.size()) {
+    return bad(inflated == Z_MEM_ERROR
+                 ? "out of memory inflating its entries"
+                 : "its entries do not inflate to the " + std::to_string(packed_size) + " bytes its first line says");
+  }
+  std::string_view roles = std::string_view(packed).substr(0, count);
+  std::string_view rest = std::string_view(packed).substr(count);
+  std::vector<uint64_t> sizes(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!get_number(rest, sizes[i])) {
+      return bad(entry_name(i) + " has a damaged size");
+    }
+  }
+  for (uint64_t i = 0; i < count; ++i) {
     ManifestEntry entry;
-    const auto role = role_of_code(bytes.front());
+    const auto role = role_of_code(roles[i]);
     if (!role) {
-      return bad(entry_name + " has an unknown role");
+      return bad(entry_name(i) + " has an unknown role");
     }
     entry.role = *role;
-    entry.hex.reserve(2 * digest_bytes);
-    for (size_t b = 1; b <= digest_bytes; ++b) {
-      const auto byte = static_cast<unsigned char>(bytes[b]);
-      entry.hex += k_hex[byte >> 4];
-      entry.hex += k_hex[byte & 15];
+    entry.size = sizes[i];
+    if (!get_path(rest, previous, entry.path)) {
+      return bad(entry_name(i) + " has a damaged path");
     }
-    bytes.remove_prefix(1 + digest_bytes);
-    uint64_t shared = 0;
-    uint64_t rest = 0;
-    if (!get_number(bytes, entry.size)) {
-      return bad(entry_name + " has a damaged size");
-    }
-    if (!get_number(bytes, shared) || !get_number(bytes, rest) || shared > previous.size() || rest > bytes.size()) {
-      return bad(entry_name + " has a damaged path");
-    }
-    entry.path = previous.substr(0, shared);
-    entry.path.append(bytes.substr(0, rest));
-    bytes.remove_prefix(rest);
-    if (!entry.path.starts_with('/') || entry.path.find('\0') != std::string::npos) {
-      return bad(entry_name + "'s path is not absolute");
-    }
-    if (!manifest.entries.empty()) {
-      const ManifestEntry& last = manifest.entries.back();
-      if (last.path > entry.path || (last.path == entry.path && last.role >= entry.role)) {
-        return bad(entry_name + " is out of order");
-      }
+    take_digest(digests, entry.hex);
+    digests.remove_prefix(digest_bytes);
+    if (auto problem = entry_problem(manifest, entry)) {
+      return bad(entry_name(i) + *problem);
     }
     previous = entry.path;
     manifest.entries.push_back(std::move(entry));
   }
-  if (!bytes.empty()) {
-    return bad(std::to_string(bytes.size()) + " bytes after its last entry");
+  if (!rest.empty()) {
+    return bad(std::to_string(rest.size()) + " packed bytes after its last entry");
   }
   return manifest;
 }
@@ -218,25 +377,51 @@ manifest_key(digest::Algorithm algorithm, std::string_view encoded)
 }
 
 std::string
-reverse_line(const ManifestUse& use)
+reverse_line(const DigestKey& manifest)
 {
-  std::string line(1, static_cast<char>(use.role));
-  line += use.manifest.hex;
+  std::string raw;
+  put_raw_digest(raw, manifest.hex);
+  std::string line;
+  line.reserve(raw.size() + 2);
+  for (const char c : raw) {
+    if (c == '\n') {
+      line += "\\n";
+    } else if (c == '\\') {
+      line += "\\\\";
+    } else {
+      line += c;
+    }
+  }
   return line;
 }
 
-std::optional<ManifestUse>
+std::optional<DigestKey>
 parse_reverse_line(std::string_view line, digest::Algorithm algorithm)
 {
-  if (line.empty()) {
+  const size_t digest_bytes = digest::digest_size(algorithm);
+  // Format 2's first lines: "<role code><manifest hex>".
+  if (line.size() == 1 + 2 * digest_bytes && role_of_code(line.front())
+      && util::is_lower_hex(line.substr(1), 2 * digest_bytes)) {
+    return DigestKey{algorithm, std::string(line.substr(1))};
+  }
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * digest_bytes);
+  for (size_t i = 0; i < line.size(); ++i) {
+    auto byte = static_cast<unsigned char>(line[i]);
+    if (byte == '\\') {
+      if (++i == line.size() || (line[i] != 'n' && line[i] != '\\')) {
+        return std::nullopt;
+      }
+      byte = line[i] == 'n' ? '\n' : '\\';
+    }
+    hex += k_hex[byte >> 4];
+    hex += k_hex[byte & 15];
+  }
+  if (hex.size() != 2 * digest_bytes) {
     return std::nullopt;
   }
-  const auto role = role_of_code(line.front());
-  const std::string_view hex = line.substr(1);
-  if (!role || !util::is_lower_hex(hex, 2 * digest::digest_size(algorithm))) {
-    return std::nullopt;
-  }
-  return ManifestUse{DigestKey{algorithm, std::string(hex)}, *role};
+  return DigestKey{algorithm, std::move(hex)};
 }
 
 } // namespace fingerprint::store

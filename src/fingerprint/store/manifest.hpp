@@ -54,34 +54,39 @@ struct Manifest
 // Sorts the entries and drops repeated (path, role) pairs, as encode() needs.
 void normalize(Manifest& manifest);
 
-// The stored form (README, "The store"): a header line
-// "fingerprint-manifest 1 <algorithm> <count>\n", then per entry its role
-// code, its raw digest, its size (LEB128) and its path front-coded against
-// the one before (bytes shared, then the rest: two LEB128 numbers and the
-// bytes). About 50 bytes per input where a JSON event took 400. `manifest` must be
-// normalized.
+// The stored form (docs/ARCHITECTURE.md, "Input manifests"): a header line
+// "fingerprint-manifest 2 <algorithm> <count> <packed bytes>\n", then the
+// packed columns deflated (zlib): every entry's role code, then every
+// size (LEB128), then every path front-coded against the one before (bytes
+// shared, then the rest: two LEB128 numbers and the bytes); then every
+// raw digest, which does not compress. About 42 bytes per input where a
+// JSON event took 400. `manifest` must be normalized.
 std::string encode(const Manifest& manifest);
 
-// Reads what encode() wrote; the error says what is wrong, `where` names the
-// file.
+// Reads what encode() wrote, or version 1 (per entry: role code, raw
+// digest, size, front-coded path; no compression); the error says what is
+// wrong, `where` names the file.
 Expected<Manifest> decode_manifest(std::string_view bytes, const std::string& where);
 
 // The manifest's name: its algorithm's digest of its encoded bytes.
 Expected<DigestKey> manifest_key(digest::Algorithm algorithm, std::string_view encoded);
 
 // What the reverse index holds per input: one of the manifests that list
-// it, and the role it has there.
+// it (in one role or more: the manifest says which).
 struct ManifestUse
 {
   DigestKey manifest;
-  Role role = Role::link;
 
   bool operator==(const ManifestUse&) const = default;
 };
 
-// A reverse index line: "<role code><manifest hex>".
-std::string reverse_line(const ManifestUse& use);
-// Reads one; `algorithm` is the input's, which its manifests share.
-std::optional<ManifestUse> parse_reverse_line(std::string_view line, digest::Algorithm algorithm);
+// A reverse index line, without its newline: the manifest's raw digest,
+// each newline byte in it written as a backslash and an 'n', each
+// backslash as two (32 to 64 bytes for SHA-256, 32.25 on average).
+std::string reverse_line(const DigestKey& manifest);
+// Reads one of those, or one of format 2's first lines, "<role
+// code><manifest hex>"; `algorithm` is the input's, which its manifests
+// share.
+std::optional<DigestKey> parse_reverse_line(std::string_view line, digest::Algorithm algorithm);
 
 } // namespace fingerprint::store

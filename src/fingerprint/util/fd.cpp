@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +62,31 @@ write_all(int fd, std::string_view data)
     data.remove_prefix(static_cast<size_t>(written));
   }
   return {};
+}
+
+Expected<std::string>
+read_regular_file(const std::string& path)
+{
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
+    return make_error(path, errno_text(errno));
+  }
+  struct stat st
+  {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return make_error(path, errno_text(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return make_error(path,
+                      S_ISDIR(st.st_mode)    ? "is a directory, not a regular file"
+                      : S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO)"
+                                             : "not a regular file");
+  }
+  auto text = read_all(fd.get());
+  if (!text) {
+    return make_error(path, text.error().message);
+  }
+  return text;
 }
 
 Expected<std::string>

@@ -52,4 +52,9 @@ Expected<void> write_all(int fd, std::string_view data);
 // Reads from the current offset to end of file.
 Expected<std::string> read_all(int fd);
 
+// The whole of the regular file at `path`; the error names it and says why
+// (missing, a directory, a FIFO: opened without blocking, so a FIFO left
+// at the path does not wait for a writer).
+Expected<std::string> read_regular_file(const std::string& path);
+
 } // namespace fingerprint::util

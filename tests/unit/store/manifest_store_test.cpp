@@ -18,7 +18,9 @@
 #include <algorithm>
 #include <fcntl.h>
 #include <filesystem>
+#include <tuple>
 #include <unistd.h>
+#include <zlib.h>
 
 namespace fingerprint::store {
 namespace {
@@ -47,12 +49,100 @@ sample_manifest()
   return manifest;
 }
 
+// The bytes a raw digest of hex `hex` is.
+std::string
+raw_of(std::string_view hex)
+{
+  std::string raw;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    raw += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  }
+  return raw;
+}
+
+std::string
+leb(uint64_t value)
+{
+  std::string out;
+  while (value >= 0x80) {
+    out += static_cast<char>((value & 0x7f) | 0x80);
+    value >>= 7;
+  }
+  out += static_cast<char>(value);
+  return out;
+}
+
+std::string
+deflated(std::string_view packed)
+{
+  uLongf size = compressBound(static_cast<uLong>(packed.size()));
+  std::string out(size, '\0');
+  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(out.data()),
+                      &size,
+                      reinterpret_cast<const Bytef*>(packed.data()),
+                      static_cast<uLong>(packed.size()),
+                      Z_DEFAULT_COMPRESSION),
+            Z_OK);
+  out.resize(size);
+  return out;
+}
+
+// A version-2 manifest laid out by hand: the header (its count and packed
+// size as given), `packed` deflated, then `digests`.
+std::string
+version_2(std::string_view count, std::string_view packed_size, std::string_view packed, std::string_view digests)
+{
+  return "fingerprint-manifest 2 sha256 " + std::string(count) + " " + std::string(packed_size) + "\n"
+         + deflated(packed) + std::string(digests);
+}
+
+// The packed columns of entries given as (role, size, path), not front-coded
+// (each path whole: 0 bytes shared).
+std::string
+packed_of(const std::vector<std::tuple<char, uint64_t, std::string>>& entries)
+{
+  std::string roles, sizes, paths;
+  for (const auto& [role, size, path] : entries) {
+    roles += role;
+    sizes += leb(size);
+    paths += leb(0) + leb(path.size()) + path;
+  }
+  return roles + sizes + paths;
+}
+
+// Version 1, as stores written before manifests were compressed hold them:
+// per entry its role code, raw digest, size and front-coded path.
+std::string
+version_1(const Manifest& manifest)
+{
+  std::string out = "fingerprint-manifest 1 sha256 " + std::to_string(manifest.entries.size()) + "\n";
+  std::string_view previous;
+  for (const ManifestEntry& entry : manifest.entries) {
+    out += static_cast<char>(entry.role);
+    out += raw_of(entry.hex);
+    out += leb(entry.size);
+    size_t shared = 0;
+    while (shared < previous.size() && shared < entry.path.size() && previous[shared] == entry.path[shared]) {
+      ++shared;
+    }
+    out += leb(shared) + leb(entry.path.size() - shared) + entry.path.substr(shared);
+    previous = entry.path;
+  }
+  return out;
+}
+
 TEST(ManifestBytes, RoundTripThroughEncodeAndDecode)
 {
   const Manifest manifest = sample_manifest();
   ASSERT_EQ(manifest.entries.size(), 5U);
   const std::string bytes = encode(manifest);
-  EXPECT_TRUE(bytes.starts_with("fingerprint-manifest 1 sha256 5\n"));
+  EXPECT_TRUE(bytes.starts_with("fingerprint-manifest 2 sha256 5 ")) << bytes.substr(0, 40);
+  // The raw digests come last, uncompressed, in entry order.
+  std::string digests;
+  for (const ManifestEntry& entry : manifest.entries) {
+    digests += raw_of(entry.hex);
+  }
+  EXPECT_TRUE(bytes.ends_with(digests));
   auto decoded = decode_manifest(bytes, "m");
   ASSERT_TRUE(decoded) << decoded.error().message;
   EXPECT_EQ(decoded->algorithm, manifest.algorithm);
@@ -60,33 +150,99 @@ TEST(ManifestBytes, RoundTripThroughEncodeAndDecode)
   EXPECT_EQ(encode(*decoded), bytes);
 }
 
+TEST(ManifestBytes, PathsAndSizesAreDeflated)
+{
+  // 200 headers of one tree: what a compile of a large project reads.
+  Manifest manifest;
+  for (int i = 0; i < 200; ++i) {
+    std::string hex = hex_of('0');
+    hex.replace(0, 8, std::to_string(10000000 + i));
+    manifest.entries.push_back(
+      {Role::compile, hex, 4000U + i, "/usr/include/c++/12/bits/header_" + std::to_string(i) + ".h"});
+  }
+  normalize(manifest);
+  const std::string bytes = encode(manifest);
+  // Version 1 front-codes the paths and keeps every byte; deflating the
+  // columns but the digests saves more than 5 bytes an entry even here,
+  // where front coding leaves little.
+  EXPECT_LT(bytes.size() + 200 * 5, version_1(manifest).size());
+  auto decoded = decode_manifest(bytes, "m");
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(decoded->entries, manifest.entries);
+}
+
+TEST(ManifestBytes, AVersion1ManifestStillReads)
+{
+  const Manifest manifest = sample_manifest();
+  const std::string old = version_1(manifest);
+  auto decoded = decode_manifest(old, "m");
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(decoded->entries, manifest.entries);
+  const std::string header = "fingerprint-manifest 1 sha256 5\n";
+  std::string unknown_role = old;
+  unknown_role[header.size()] = 'x';
+  const std::pair<std::string, std::string> damaged[] = {
+    {old.substr(0, old.size() - 10), "cut short"},
+    {old + "x", "after its last entry"},
+    {"fingerprint-manifest 1 sha256 6\n" + old.substr(header.size()), "cut short"},
+    {unknown_role, "unknown role"},
+    {header + "c" + std::string(32, '\x11') + std::string(12, '\xff'), "damaged size"},
+  };
+  for (const auto& [bytes, reason] : damaged) {
+    auto refused = decode_manifest(bytes, "m");
+    ASSERT_FALSE(refused) << reason;
+    EXPECT_NE(refused.error().message.find(reason), std::string::npos) << refused.error().message;
+  }
+}
+
 TEST(ManifestBytes, DamagedBytesAreRefusedWithTheReason)
 {
   const std::string bytes = encode(sample_manifest());
-  const std::string header = "fingerprint-manifest 1 sha256 5\n";
+  const size_t header = bytes.find('\n') + 1;
+  const std::string one_digest = raw_of(hex_of('a'));
+  const std::string one = packed_of({{'l', 1, "/a"}});
+  const std::string one_size = std::to_string(one.size());
   struct Case
   {
     std::string name;
     std::string bytes;
     std::string reason;
   };
-  std::string unknown_role = bytes;
-  unknown_role[header.size()] = 'x';
-  std::string bad_size = header + "c" + std::string(32, '\x11') + std::string(12, '\xff');
-  std::string relative_path = encode(Manifest{digest::Algorithm::sha256, {{Role::link, hex_of('a'), 1, "/a"}}});
-  relative_path[relative_path.size() - 2] = 'x'; // "/a" -> "xa": not absolute
+  // Its packed size as it is.
+  auto whole = [](std::string_view count, const std::string& packed, std::string_view digests) {
+    return version_2(count, std::to_string(packed.size()), packed, digests);
+  };
+  std::string flipped = bytes;
+  flipped[header + 4] = static_cast<char>(flipped[header + 4] ^ 0x55); // inside the deflated columns
   const Case cases[] = {
     {"empty", "", "does not begin with"},
-    {"another magic", "fingerprint-manifest 9 sha256 5\n" + bytes.substr(header.size()), "does not begin with"},
-    {"no end of header", "fingerprint-manifest 1 sha256 5", "cut short"},
-    {"unknown algorithm", "fingerprint-manifest 1 sha7 5\n" + bytes.substr(header.size()), "unknown digest algorithm"},
-    {"count not a number", "fingerprint-manifest 1 sha256 five\n" + bytes.substr(header.size()), "not a number"},
-    {"cut short", bytes.substr(0, bytes.size() - 10), "cut short"},
-    {"more than counted", bytes + "x", "after its last entry"},
-    {"fewer than counted", "fingerprint-manifest 1 sha256 6\n" + bytes.substr(header.size()), "cut short"},
-    {"unknown role", unknown_role, "unknown role"},
-    {"damaged size", bad_size, "damaged size"},
-    {"relative path", relative_path, "not absolute"},
+    {"another magic", "fingerprint-manifest 9 sha256 5\n" + bytes.substr(header), "does not begin with"},
+    {"no end of header", "fingerprint-manifest 2 sha256 5 40", "cut short"},
+    {"no packed size", "fingerprint-manifest 2 sha256 1\n" + deflated(one) + one_digest, "cut short"},
+    {"unknown algorithm",
+     "fingerprint-manifest 2 sha7 1 " + one_size + "\n" + deflated(one) + one_digest,
+     "unknown digest algorithm"},
+    {"count not a number", version_2("one", one_size, one, one_digest), "not a number"},
+    {"packed size not a number", version_2("1", "six", one, one_digest), "does not fit"},
+    {"packed size too small for its entries", version_2("2", "7", one, one_digest + one_digest), "does not fit"},
+    {"digests cut short", version_2("1", one_size, one, one_digest).substr(0, 40), "digests are cut short"},
+    {"columns damaged", flipped, "do not inflate"},
+    {"packed size larger than inflated",
+     version_2("1", std::to_string(one.size() + 1), one, one_digest),
+     "do not inflate"},
+    {"packed size beyond what deflate holds",
+     version_2("100", "400000", one, std::string(100 * 32, 'd')),
+     "more than its"},
+    {"unknown role", version_2("1", one_size, packed_of({{'x', 1, "/a"}}), one_digest), "unknown role"},
+    {"damaged size",
+     whole("1", std::string("l") + std::string(10, '\xff') + leb(0) + leb(1) + "/", one_digest),
+     "damaged size"},
+    {"damaged path", whole("1", std::string("l") + leb(1) + leb(3) + leb(9) + "/", one_digest), "damaged path"},
+    {"relative path", version_2("1", one_size, packed_of({{'l', 1, "xa"}}), one_digest), "not absolute"},
+    {"more packed than counted",
+     version_2("1", std::to_string(one.size() + 1), one + "x", one_digest),
+     "packed bytes after its last entry"},
+    {"out of order", whole("2", packed_of({{'l', 1, "/b"}, {'l', 1, "/a"}}), one_digest + one_digest), "out of order"},
   };
   for (const Case& c : cases) {
     auto decoded = decode_manifest(c.bytes, "the/file");
@@ -94,22 +250,32 @@ TEST(ManifestBytes, DamagedBytesAreRefusedWithTheReason)
     EXPECT_NE(decoded.error().message.find("the/file"), std::string::npos) << c.name << ": " << decoded.error().message;
     EXPECT_NE(decoded.error().message.find(c.reason), std::string::npos) << c.name << ": " << decoded.error().message;
   }
-  // Out of order: two entries swapped.
-  Manifest two{digest::Algorithm::sha256, {{Role::link, hex_of('a'), 1, "/a"}, {Role::link, hex_of('b'), 1, "/b"}}};
-  Manifest swapped = two;
-  std::swap(swapped.entries[0], swapped.entries[1]);
-  auto decoded = decode_manifest(encode(swapped), "m");
-  ASSERT_FALSE(decoded);
-  EXPECT_NE(decoded.error().message.find("out of order"), std::string::npos) << decoded.error().message;
 }
 
-TEST(ManifestBytes, AReverseLineIsARoleCodeAndTheManifestHex)
+TEST(ManifestBytes, AReverseLineIsTheManifestsRawDigestEscaped)
 {
-  const ManifestUse use{DigestKey{digest::Algorithm::sha256, hex_of('9')}, Role::compile};
-  EXPECT_EQ(reverse_line(use), "c" + hex_of('9'));
-  EXPECT_EQ(parse_reverse_line(reverse_line(use), digest::Algorithm::sha256), use);
-  EXPECT_FALSE(parse_reverse_line("x" + hex_of('9'), digest::Algorithm::sha256));
-  EXPECT_FALSE(parse_reverse_line("c" + hex_of('9').substr(1), digest::Algorithm::sha256));
+  const DigestKey plain{digest::Algorithm::sha256, hex_of('9')};
+  EXPECT_EQ(reverse_line(plain), raw_of(hex_of('9')));
+  EXPECT_EQ(parse_reverse_line(reverse_line(plain), digest::Algorithm::sha256), plain);
+  // A newline byte and a backslash in the digest: escaped, so the line
+  // holds no newline, and read back.
+  std::string hex = hex_of('1');
+  hex.replace(0, 2, "0a");
+  hex.replace(10, 2, "5c");
+  const DigestKey escaped{digest::Algorithm::sha256, hex};
+  const std::string line = reverse_line(escaped);
+  EXPECT_EQ(line.size(), 34U);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(line.substr(0, 2), "\\n");
+  EXPECT_EQ(parse_reverse_line(line, digest::Algorithm::sha256), escaped);
+  // The lines of format 2's first stores, "<role code><manifest hex>".
+  EXPECT_EQ(parse_reverse_line("c" + hex_of('9'), digest::Algorithm::sha256), plain);
+  EXPECT_EQ(parse_reverse_line("i" + hex_of('9'), digest::Algorithm::sha256), plain);
+  // Not a digest: too short, too long, a bad escape, empty.
+  EXPECT_FALSE(parse_reverse_line(raw_of(hex_of('9')).substr(1), digest::Algorithm::sha256));
+  EXPECT_FALSE(parse_reverse_line(raw_of(hex_of('9')) + "x", digest::Algorithm::sha256));
+  EXPECT_FALSE(parse_reverse_line("\\x" + raw_of(hex_of('9')).substr(2), digest::Algorithm::sha256));
+  EXPECT_FALSE(parse_reverse_line(raw_of(hex_of('9')).substr(1) + "\\", digest::Algorithm::sha256));
   EXPECT_FALSE(parse_reverse_line("c" + std::string(64, 'G'), digest::Algorithm::sha256));
   EXPECT_FALSE(parse_reverse_line("", digest::Algorithm::sha256));
 }
@@ -310,7 +476,7 @@ TEST(ManifestStore, FsckMendsTheReverseIndexAndTheManifestLogCopy)
   report = checked(store, true);
   EXPECT_EQ(report.repaired, 3U) << findings_text(report);
   EXPECT_EQ(test::read_file(liba), liba_before);
-  EXPECT_EQ(test::read_file(header), "c" + recorded.manifest.hex + "\n");
+  EXPECT_EQ(test::read_file(header), reverse_line(recorded.manifest) + "\n");
   EXPECT_EQ(test::read_file(manifest_log), copy);
   report = checked(store);
   EXPECT_TRUE(report.findings.empty()) << findings_text(report);
