@@ -123,6 +123,46 @@ EOF
 run "$FP" --store S2 why plugin.so lib.so
 expect_in out "installed-lib.so (sha256:$(digest_of installed-lib.so | cut -c1-12)...), installed by core lib, build 1" "why (text) names the install as the copy's maker"
 
+# Digests cut short, as the tables print them (12 hex digits) and git takes
+# them (8 or more); upper case too. Fewer digits, more than the algorithm
+# has, or not hex: a usage error (exit 2). A prefix several digests begin
+# with lists them (exit 2); one none begins with is not recorded (exit 1).
+app_hex=$(digest_of app)
+run "$FP" --store S show --json app
+cp "$T/out" show-full.json
+for prefix in "${app_hex:0:12}" "${app_hex:0:8}" "$(tr a-f A-F <<<"${app_hex:0:16}")"; do
+  run "$FP" --store S show --json "sha256:$prefix"
+  expect_rc 0 "show sha256:$prefix (a prefix of app's digest)"
+  expect_same_file "$T/out" show-full.json "show sha256:$prefix answers as show of the whole digest"
+done
+run "$FP" --store S why "sha256:$(digest_of bundle.tar | cut -c1-12)" "sha256:$(digest_of lib.so | cut -c1-12)"
+expect_rc 0 "why takes prefixes for both artifacts"
+run "$FP" --store S export --format in-toto "sha256:${app_hex:0:12}"
+expect_rc 0 "export takes a prefix"
+expect_in out "$app_hex" "and exports the whole digest"
+for bad in "${app_hex:0:7}:needs 8 hex digits or more" "${app_hex}0:more than sha256's 64" "xyz12345:not hexadecimal"; do
+  run "$FP" --store S show "sha256:${bad%%:*}"
+  expect_rc 2 "show sha256:${bad%%:*} is a usage error"
+  expect_in err "${bad#*:}" "and says why (${bad#*:})"
+done
+run "$FP" --store S show sha257:${app_hex}
+expect_rc 2 "an unknown digest algorithm is a usage error"
+run "$FP" --store S show "sha256:$(tr 0-9a-f 1-9a-f0 <<<"${app_hex:0:12}")"
+expect_rc 1 "a prefix no recorded digest begins with is not recorded"
+expect_in err "no artifact whose digest begins with" "and says so"
+# Two more logs whose names begin as app's does (copies of its log).
+twin_dir=S/objects/sha256/${app_hex:0:2}
+for tail in 0 1; do
+  cp "$twin_dir/$app_hex.jsonl" "$twin_dir/${app_hex:0:10}$(printf '%054d' "$tail").jsonl"
+done
+run "$FP" --store S show "sha256:${app_hex:0:10}"
+expect_rc 2 "an ambiguous prefix is a usage error"
+expect_in err "3 recorded digests begin with it" "it says how many"
+expect_in err "sha256:$app_hex" "and lists the candidates"
+run "$FP" --store S show "sha256:${app_hex:0:12}"
+expect_rc 0 "a longer prefix tells them apart"
+for tail in 0 1; do rm "$twin_dir/${app_hex:0:10}$(printf '%054d' "$tail").jsonl"; done
+
 # Human output: relative times; colour on a terminal only, never with NO_COLOR.
 run "$FP" --store S builds
 if grep -qE '(just now|[0-9]+ (s|min) ago) \(20[0-9-]+ [0-9:]+\)' "$T/out"; then

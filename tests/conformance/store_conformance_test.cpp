@@ -858,6 +858,41 @@ read_by(const DigestKey& input,
   return event;
 }
 
+// Digests cut short, as `show sha256:1f2e3d4c` takes them: the artifacts
+// with a log and the inputs only a manifest lists, each once, sorted,
+// at most as many as asked for.
+TEST_P(StoreConformance, ArtifactsAreFoundByTheBeginningOfTheirDigest)
+{
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  auto key = [](std::string_view head) {
+    return DigestKey{digest::Algorithm::sha256, std::string(head) + std::string(64 - head.size(), '0')};
+  };
+  const auto a1 = key("abcd1234aa"), a2 = key("abcd1234bb"), a3 = key("abcd12350"), header = key("abcd1234cc"),
+             other = key("ffff");
+  const auto m = manifest_of({{Role::compile, header.hex, 11, "/inc/h.h"}, {Role::link, a1.hex, 5, "/lib/a1.a"}});
+  ASSERT_TRUE(store->put_manifest(m.key, m.encoded, m.manifest));
+  ASSERT_TRUE(store->append({produced(a1, "p", "1"), produced(a3, "p", "1"), produced(other, "p", "1")}));
+  ASSERT_TRUE(store->append_call(std::string(32, 'c'), {produced_from(a2, m, "p", "2")}));
+  using Keys = std::vector<DigestKey>;
+  auto found = store->find_by_prefix(digest::Algorithm::sha256, "abcd1234", 10);
+  ASSERT_TRUE(found) << found.error().message;
+  // a1 has a log and is a manifest's input too: once.
+  EXPECT_EQ(*found, (Keys{a1, a2, header}));
+  auto limited = store->find_by_prefix(digest::Algorithm::sha256, "abcd1234", 2);
+  ASSERT_TRUE(limited) << limited.error().message;
+  EXPECT_EQ(*limited, (Keys{a1, a2}));
+  auto one = store->find_by_prefix(digest::Algorithm::sha256, "abcd1235", 10);
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(*one, Keys{a3});
+  auto none = store->find_by_prefix(digest::Algorithm::sha256, "abcd1236", 10);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(*none, Keys{});
+  auto other_algorithm = store->find_by_prefix(digest::Algorithm::sha512, "abcd1234", 10);
+  ASSERT_TRUE(other_algorithm) << other_algorithm.error().message;
+  EXPECT_EQ(*other_algorithm, Keys{});
+}
+
 // A call through the recorder's way (manifest first, then one produced
 // event per product naming it): consumers, chains and records answer the
 // same on both backends, with each entry's role and path; an unchanged

@@ -71,11 +71,120 @@ algorithm_option(const Args& args)
   return Error{"--algorithm: unknown algorithm '" + *name + "' (known: sha256, sha512, sha1, md5, blake2b512)"};
 }
 
+namespace {
+
+// The shortest digest prefix taken, as git's shortest abbreviation; the
+// tables print 12 digits.
+constexpr size_t k_min_prefix = 8;
+// Candidates an ambiguous prefix lists.
+constexpr size_t k_candidates = 10;
+
 Expected<store::DigestKey>
-resolve_artifact(const std::string& argument, digest::Algorithm algorithm)
+resolve_digest(const store::Store& store, const std::string& argument)
+{
+  auto usage = [&](const std::string& why) {
+    Error error = make_error(argument, why);
+    error.usage = true;
+    return error;
+  };
+  const size_t colon = argument.find(':');
+  const auto algorithm = digest::parse_algorithm(argument.substr(0, colon));
+  if (!algorithm) {
+    return usage("unknown digest algorithm '" + argument.substr(0, colon)
+                 + "' (known: sha256, sha512, sha1, md5, blake2b512)");
+  }
+  std::string hex = argument.substr(colon + 1);
+  std::transform(hex.begin(), hex.end(), hex.begin(), [](char c) { return c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c; });
+  const size_t length = 2 * digest::digest_size(*algorithm);
+  const std::string name(digest::algorithm_name(*algorithm));
+  if (!util::is_lower_hex(hex, hex.size())) {
+    return usage("not a digest: '" + hex + "' is not hexadecimal");
+  }
+  if (hex.size() > length) {
+    return usage("not a digest: " + std::to_string(hex.size()) + " hex digits, more than " + name + "'s "
+                 + std::to_string(length));
+  }
+  if (hex.size() == length) {
+    return store::DigestKey{*algorithm, std::move(hex)};
+  }
+  if (hex.size() < k_min_prefix) {
+    return usage("a digest prefix needs " + std::to_string(k_min_prefix) + " hex digits or more (of "
+                 + std::to_string(length) + "); this one has " + std::to_string(hex.size()));
+  }
+  auto found = store.find_by_prefix(*algorithm, hex, k_candidates + 1);
+  if (!found) {
+    return found.error();
+  }
+  if (found->empty()) {
+    return make_error(argument,
+                      "no artifact whose digest begins with " + name + ":" + hex + " is recorded in the store "
+                        + store.location());
+  }
+  if (found->size() == 1) {
+    return std::move(found->front());
+  }
+  std::string message = "ambiguous digest prefix: " + std::string(found->size() > k_candidates ? "more than " : "")
+                        + std::to_string(std::min(found->size(), k_candidates))
+                        + " recorded digests begin with it; give more digits:";
+  for (size_t i = 0; i < found->size() && i < k_candidates; ++i) {
+    message += "\n  " + (*found)[i].str();
+  }
+  return usage(message);
+}
+
+} // namespace
+
+std::optional<query::PackageOrigin>
+package_of(const std::vector<std::string>& paths)
+{
+  const char* admin = std::getenv("DPKG_ADMINDIR");
+  auto index = query::PackageIndex::open(admin != nullptr && *admin != '\0' ? admin : "/var/lib/dpkg",
+                                         digest::DigestCache::default_directory());
+  if (!index) {
+    return std::nullopt; // an unreadable database answers nothing, as none does
+  }
+  for (const std::string& path : paths) {
+    if (path.starts_with('/')) {
+      if (auto origin = index->owner(path)) {
+        return origin;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string
+package_text(const query::PackageOrigin& origin)
+{
+  std::string text = "Debian package " + origin.package + " " + origin.version;
+  if (!origin.architecture.empty()) {
+    text += " (" + origin.architecture + ")";
+  }
+  return text;
+}
+
+nlohmann::ordered_json
+package_json(const query::PackageOrigin& origin)
+{
+  nlohmann::ordered_json object;
+  object["package"] = origin.package;
+  object["version"] = origin.version;
+  object["architecture"] = origin.architecture;
+  object["path"] = origin.path;
+  return object;
+}
+
+int
+exit_status_of(const Error& error)
+{
+  return error.usage ? k_exit_usage : k_exit_failure;
+}
+
+Expected<store::DigestKey>
+resolve_artifact(const store::Store& store, const std::string& argument, digest::Algorithm algorithm)
 {
   if (store::looks_like_digest_key(argument)) {
-    return store::parse_digest_key(argument);
+    return resolve_digest(store, argument);
   }
   digest::Hasher hasher(algorithm);
   const digest::DigestCache cache(digest::DigestCache::default_directory());
@@ -87,16 +196,22 @@ resolve_artifact(const std::string& argument, digest::Algorithm algorithm)
 }
 
 std::optional<store::ArtifactRecord>
-load_artifact(const store::Store& store, const std::string& argument, digest::Algorithm algorithm, Context& context)
+load_artifact(const store::Store& store,
+              const std::string& argument,
+              digest::Algorithm algorithm,
+              Context& context,
+              int& failure)
 {
-  auto key = resolve_artifact(argument, algorithm);
+  auto key = resolve_artifact(store, argument, algorithm);
   if (!key) {
     print_error(context, key.error().message);
+    failure = exit_status_of(key.error());
     return std::nullopt;
   }
   auto record = store::load_record(store, *key);
   if (!record) {
     print_error(context, record.error().message);
+    failure = k_exit_failure;
     return std::nullopt;
   }
   return std::move(*record);

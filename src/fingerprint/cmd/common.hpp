@@ -6,6 +6,7 @@
 #include <fingerprint/cmd/args.hpp>
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/query/packages.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
@@ -45,16 +46,37 @@ Expected<std::string> store_path(const Args& args);
 Expected<digest::Algorithm> algorithm_option(const Args& args);
 
 // A FILE|DIGEST argument: a digest is validated and never looked up on disk;
-// a file is digested with `algorithm`.
-Expected<store::DigestKey> resolve_artifact(const std::string& argument, digest::Algorithm algorithm);
+// a file is digested with `algorithm`. A digest may be cut short, as git
+// takes them: 8 hex digits or more ("sha256:1f2e3d4c"), found among the
+// artifacts `store` knows; none is an error, several are a usage error
+// (Error::usage) that lists them, and so is a malformed digest.
+Expected<store::DigestKey> resolve_artifact(const store::Store& store,
+                                            const std::string& argument,
+                                            digest::Algorithm algorithm);
+
+// The Debian package that owns the first of `paths` one owns (dpkg's
+// database at $DPKG_ADMINDIR, else /var/lib/dpkg, indexed in the cache
+// directory); nothing when none does or there is no database.
+std::optional<query::PackageOrigin> package_of(const std::vector<std::string>& paths);
+
+// "Debian package libc6 2.36-9+deb12u7 (amd64)".
+std::string package_text(const query::PackageOrigin& origin);
+
+// {"package", "version", "architecture", "path"}.
+nlohmann::ordered_json package_json(const query::PackageOrigin& origin);
+
+// The exit status of a failure: 2 for a usage error, else 1.
+int exit_status_of(const Error& error);
 
 // The record of a FILE|DIGEST argument, resolved and loaded. On failure,
-// prints why and returns nothing (the command exits 1). Problems met in the
-// log are in the record, for the caller to report.
+// prints why, sets `failure` to the exit status (exit_status_of) and returns
+// nothing. Problems met in the log are in the record, for the caller to
+// report.
 std::optional<store::ArtifactRecord> load_artifact(const store::Store& store,
                                                    const std::string& argument,
                                                    digest::Algorithm algorithm,
-                                                   Context& context);
+                                                   Context& context,
+                                                   int& failure);
 
 using util::absolute_path;
 using util::base_name;

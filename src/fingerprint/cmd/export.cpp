@@ -141,9 +141,10 @@ run(const Args& args, Context& context, Prepared& prepared)
     ref = {*project, *build};
   } else {
     const std::string& argument = args.positional().front();
-    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context);
+    int failure = k_exit_failure;
+    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context, failure);
     if (!record) {
-      return k_exit_failure;
+      return failure;
     }
     report_problems(context, prepared.store->location(), record->problems);
     const store::Event* newest = nullptr;

@@ -168,9 +168,10 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
   prepared.store = std::move(*opened);
   if (command.needs == Needs::artifact) {
     const std::string& argument = args.positional().front();
-    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context);
+    int failure = k_exit_failure;
+    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context, failure);
     if (!record) {
-      return k_exit_failure;
+      return failure;
     }
     if (!record->recorded()) {
       report_problems(context, prepared.store->location(), record->problems);

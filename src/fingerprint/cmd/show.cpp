@@ -44,7 +44,9 @@ event_row(const store::Event& event)
 
 // `roles`: --role, which the consumers shown passed (empty: all of them).
 std::string
-human(const store::ArtifactRecord& record, const std::set<std::string>& roles)
+human(const store::ArtifactRecord& record,
+      const std::set<std::string>& roles,
+      const std::optional<query::PackageOrigin>& package)
 {
   std::string text = record.key.str() + "  " + std::to_string(record.size) + " bytes\n\nnames:\n";
   for (const auto& name : record.names) {
@@ -75,13 +77,20 @@ human(const store::ArtifactRecord& record, const std::set<std::string>& roles)
     }
     text += util::format_table(rows, 2);
   };
-  section(record.producers.empty() ? "produced by (origin unknown)" : "produced by", record.producers, false);
+  // A file no fingerprinted build made may still have an origin: the
+  // package that installed it.
+  if (record.producers.empty() && package) {
+    text += "\nproduced by (no fingerprinted build):\n  " + package_text(*package) + ", which installed "
+            + display_path(package->path) + "\n";
+  } else {
+    section(record.producers.empty() ? "produced by (origin unknown)" : "produced by", record.producers, false);
+  }
   section("consumed by", record.consumers, true);
   return text;
 }
 
 nlohmann::ordered_json
-json(const store::ArtifactRecord& record)
+json(const store::ArtifactRecord& record, const std::optional<query::PackageOrigin>& package)
 {
   nlohmann::ordered_json object;
   object["digest"] = record.key.str();
@@ -95,6 +104,7 @@ json(const store::ArtifactRecord& record)
   for (const auto& event : record.consumers) {
     object["consumers"].push_back(edge_json(event));
   }
+  object["package"] = package ? package_json(*package) : nlohmann::ordered_json();
   return object;
 }
 
@@ -115,7 +125,16 @@ run(const Args& args, Context& context, Prepared& prepared)
   report_problems(context, prepared.store->location(), record.problems);
   const std::set<std::string> roles = role_filter(args).value();
   std::erase_if(record.consumers, [&](const store::Event& event) { return !role_matches(roles, event); });
-  write_out(context, args.flag("json") ? dump_json(json(record)) : human(record, roles));
+  // Looked up only for what no fingerprinted build made.
+  std::optional<query::PackageOrigin> package;
+  if (record.producers.empty()) {
+    std::vector<std::string> paths = record.names;
+    if (const std::string& argument = args.positional().front(); !store::looks_like_digest_key(argument)) {
+      paths.insert(paths.begin(), absolute_path(argument));
+    }
+    package = package_of(paths);
+  }
+  write_out(context, args.flag("json") ? dump_json(json(record, package)) : human(record, roles, package));
   return k_exit_ok;
 }
 

@@ -120,11 +120,12 @@ run(const Args& args, Context& context, Prepared& prepared)
 {
   const std::string& consumer_argument = args.positional()[0];
   const std::string& artifact_argument = args.positional()[1];
-  auto consumer = resolve_artifact(consumer_argument, prepared.algorithm);
-  auto artifact = consumer ? resolve_artifact(artifact_argument, prepared.algorithm) : consumer;
+  auto consumer = resolve_artifact(*prepared.store, consumer_argument, prepared.algorithm);
+  auto artifact = consumer ? resolve_artifact(*prepared.store, artifact_argument, prepared.algorithm) : consumer;
   if (!consumer || !artifact) {
-    print_error(context, (!consumer ? consumer : artifact).error().message);
-    return k_exit_failure;
+    const Error& error = (!consumer ? consumer : artifact).error();
+    print_error(context, error.message);
+    return exit_status_of(error);
   }
   std::vector<store::LogProblem> problems;
   auto chain = prepared.store->find_chain(*artifact, *consumer, problems);

@@ -91,6 +91,33 @@ PostgresStore::read_manifest(const DigestKey& key) const
   return std::optional<Manifest>(std::move(*manifest));
 }
 
+Expected<std::vector<DigestKey>>
+PostgresStore::find_by_prefix(digest::Algorithm algorithm, std::string_view prefix, size_t limit) const
+{
+  std::vector<DigestKey> keys;
+  if (!m_has_schema) {
+    return keys;
+  }
+  // A range of the "C"-collated columns' indexes: every digest that begins
+  // with the prefix sorts before the prefix and a 'g', which no hex digit is.
+  const std::string low = std::string(digest::algorithm_name(algorithm)) + ":" + std::string(prefix);
+  const std::string query = "SELECT log FROM fingerprint_events WHERE logged AND log >= $1 AND log < $2 "
+                            "UNION SELECT input FROM fingerprint_manifest_entries WHERE input >= $1 AND input < $2 "
+                            "ORDER BY 1 LIMIT "
+                            + std::to_string(limit);
+  auto result = Session(m_connection->conn, m_location)
+                  .run("finding the artifacts whose digest begins with " + low, query.c_str(), {low, low + "g"});
+  if (!result) {
+    return result.error();
+  }
+  for (int row = 0; row < PQntuples(result->get()); ++row) {
+    if (auto key = parse_digest_key(PQgetvalue(result->get(), row, 0)); key && key->algorithm == algorithm) {
+      keys.push_back(std::move(*key));
+    }
+  }
+  return keys;
+}
+
 Expected<std::vector<ManifestUse>>
 PostgresStore::find_manifest_uses(const DigestKey& input, std::vector<LogProblem>& problems) const
 {

@@ -60,6 +60,9 @@ public:
   Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const override;
   Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
                                                         std::vector<LogProblem>& problems) const override;
+  Expected<std::vector<DigestKey>> find_by_prefix(digest::Algorithm algorithm,
+                                                  std::string_view prefix,
+                                                  size_t limit) const override;
   Expected<std::string> read_raw_log(const DigestKey& key) const override;
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;

@@ -478,6 +478,49 @@ DirectoryStore::find_manifest_uses(const DigestKey& input, std::vector<LogProble
   return uses;
 }
 
+Expected<std::vector<DigestKey>>
+DirectoryStore::find_by_prefix(digest::Algorithm algorithm, std::string_view prefix, size_t limit) const
+{
+  std::set<std::string> found;
+  if (!m_root_fd || prefix.size() < 2) {
+    return std::vector<DigestKey>();
+  }
+  const std::string fan = std::string(digest::algorithm_name(algorithm)) + "/" + std::string(prefix.substr(0, 2));
+  // Logs are "<hex>.jsonl" under objects/, reverse indexes "<hex>" under
+  // inputs/; anything else there (a temporary file) is not an artifact.
+  for (const auto& [tree, suffix] :
+       {std::pair{layout::k_objects, layout::k_log_suffix}, std::pair{layout::k_inputs, std::string_view()}}) {
+    const std::string relative = std::string(tree) + "/" + fan;
+    auto dir_fd = util::open_directory_beneath(m_root_fd.get(), relative, false);
+    if (!dir_fd) {
+      return make_error(m_root + "/" + relative, dir_fd.error().message);
+    }
+    if (!dir_fd->valid()) {
+      continue;
+    }
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(dir_fd->release()), ::closedir);
+    if (!dir) {
+      return make_error(m_root + "/" + relative, util::errno_text(errno));
+    }
+    const size_t length = 2 * digest::digest_size(algorithm);
+    while (const dirent* entry = ::readdir(dir.get())) {
+      const std::string_view name = entry->d_name;
+      if (name.size() == length + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix)
+          && util::is_lower_hex(name.substr(0, length), length)) {
+        found.emplace(name.substr(0, length));
+      }
+    }
+  }
+  std::vector<DigestKey> keys;
+  for (const std::string& hex : found) {
+    if (keys.size() == limit) {
+      break;
+    }
+    keys.push_back({algorithm, hex});
+  }
+  return keys;
+}
+
 Expected<std::string>
 DirectoryStore::read_raw_log(const DigestKey& key) const
 {

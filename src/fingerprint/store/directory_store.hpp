@@ -85,6 +85,9 @@ public:
                               const Manifest& manifest,
                               Warnings* warnings = nullptr) const override;
   Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const override;
+  Expected<std::vector<DigestKey>> find_by_prefix(digest::Algorithm algorithm,
+                                                  std::string_view prefix,
+                                                  size_t limit) const override;
   Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
                                                         std::vector<LogProblem>& problems) const override;
 

@@ -65,6 +65,12 @@ Store::read_manifest(const DigestKey&) const
   return std::optional<Manifest>();
 }
 
+Expected<std::vector<DigestKey>>
+Store::find_by_prefix(digest::Algorithm /*algorithm*/, std::string_view /*prefix*/, size_t /*limit*/) const
+{
+  return std::vector<DigestKey>();
+}
+
 Expected<std::vector<ManifestUse>>
 Store::find_manifest_uses(const DigestKey&, std::vector<LogProblem>&) const
 {

@@ -181,11 +181,19 @@ public:
   // The manifest called `key`; nullopt when the store does not have it.
   virtual Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const;
 
-  // The manifests that list the artifact `input`, with its role in each,
-  // each (manifest, role) once. Unreadable entries of the reverse index are
+  // The manifests that list the artifact `input`, each once (the manifest
+  // says in which roles). Unreadable entries of the reverse index are
   // appended to `problems`.
   virtual Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
                                                                 std::vector<LogProblem>& problems) const;
+
+  // The artifacts whose digest in `algorithm` begins with `prefix` (lower
+  // hex, 2 digits or more): those with a log, and the files some build read
+  // (an input manifest lists them). Sorted, each once, at most `limit`. The
+  // default finds none.
+  virtual Expected<std::vector<DigestKey>> find_by_prefix(digest::Algorithm algorithm,
+                                                          std::string_view prefix,
+                                                          size_t limit) const;
 
   // One artifact's log as the directory store writes it (one JSON line per
   // event), for byte-level checks; empty when absent.

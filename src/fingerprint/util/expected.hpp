@@ -17,6 +17,9 @@ struct Error
   // too busy to answer in time), not wrong: the same call may succeed
   // later, so a hook journals it (store/spool.hpp) rather than lose it.
   bool unavailable = false;
+  // What was given is malformed or ambiguous (a digest of the wrong
+  // length, a prefix that several digests begin with): a usage error.
+  bool usage = false;
 };
 
 // Builds an Error; `what` is usually a path or a name, `why` the reason.
