@@ -4,6 +4,7 @@
 #include <fingerprint/util/text.hpp>
 
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -109,19 +110,30 @@ DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
   if (n <= 0) {
     return std::nullopt;
   }
-  buffer[n] = '\0';
+  // "<size> <mtime ns> <ctime ns> <hex>\n", as store() writes it.
+  std::string_view rest(buffer, static_cast<size_t>(n));
+  auto number = [&rest](auto& value) {
+    auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (error != std::errc() || end == rest.data() + rest.size() || *end != ' ') {
+      return false;
+    }
+    rest.remove_prefix(static_cast<size_t>(end - rest.data()) + 1);
+    return true;
+  };
   uint64_t size = 0;
   int64_t mtime = 0;
   int64_t ctime = 0;
-  char hex[2 * 64 + 2] = {};
-  if (std::sscanf(buffer, "%" SCNu64 " %" SCNd64 " %" SCNd64 " %129s", &size, &mtime, &ctime, hex) != 4) {
+  if (!number(size) || !number(mtime) || !number(ctime)) {
     return std::nullopt;
+  }
+  if (rest.ends_with('\n')) {
+    rest.remove_suffix(1);
   }
   if (size != identity.size || mtime != identity.mtime_ns || ctime != identity.ctime_ns
-      || !util::is_lower_hex(hex, 2 * digest_size(algorithm))) {
+      || !util::is_lower_hex(rest, 2 * digest_size(algorithm))) {
     return std::nullopt;
   }
-  return std::string(hex);
+  return std::string(rest);
 }
 
 void

@@ -155,10 +155,14 @@ DirectoryStore::append_in(int dir_fd,
       }
     }
     // A file-size limit would cut the line short: refuse before writing.
-    struct rlimit limit
-    {};
-    if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
-        && static_cast<rlim_t>(st.st_size) + buffer.size() > limit.rlim_cur) {
+    // Read once: nothing here changes it, and a link appends to hundreds of
+    // reverse indexes.
+    static const rlim_t size_limit = [] {
+      struct rlimit limit
+      {};
+      return ::getrlimit(RLIMIT_FSIZE, &limit) == 0 ? limit.rlim_cur : RLIM_INFINITY;
+    }();
+    if (size_limit != RLIM_INFINITY && static_cast<rlim_t>(st.st_size) + buffer.size() > size_limit) {
       remove_if_empty(dir_fd, file_name, fd.get());
       return make_error(full, "appending would exceed the file size limit (ulimit -f)");
     }
