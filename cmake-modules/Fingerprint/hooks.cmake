@@ -4,7 +4,10 @@
 include_guard(GLOBAL)
 include("${CMAKE_CURRENT_LIST_DIR}/store_url.cmake")
 
-# Quotes `value` for the shell command line Ninja and Make run.
+# Quotes `value` for the shell command line Ninja and Make run: "$" becomes
+# "\$" for the shell. The Makefile generators escape a RULE_LAUNCH_* value's
+# "$" for make; the Ninja ones write it as it is, where "$" starts a
+# variable, so there it is also doubled ("/tmp/a$b" is written "/tmp/a\$$b").
 function(_fingerprint_quote out value)
   if(value MATCHES "^[A-Za-z0-9_./+:=@%,-]+$")
     set(${out} "${value}" PARENT_SCOPE)
@@ -12,6 +15,11 @@ function(_fingerprint_quote out value)
     string(REPLACE "\\" "\\\\" value "${value}")
     string(REPLACE "\"" "\\\"" value "${value}")
     string(REPLACE "`" "\\`" value "${value}")
+    if(CMAKE_GENERATOR MATCHES "Ninja")
+      string(REPLACE "$" "\\$$" value "${value}")
+    else()
+      string(REPLACE "$" "\\$" value "${value}")
+    endif()
     set(${out} "\"${value}\"" PARENT_SCOPE)
   endif()
 endfunction()

@@ -78,8 +78,8 @@ for entry in "${cases[@]}"; do
   done
 done
 
-# Digest arguments that are not sha256: + 64 lowercase hex: refused, never
-# looked up on disk. Decoys that hold the recorded bytes of `good` are put
+# Digest arguments that are not sha256: + 64 lowercase hex (or 8 or more of
+# its first ones): refused as usage errors (exit 2), never looked up on disk. Decoys that hold the recorded bytes of `good` are put
 # where a lenient runner would look: a file with the argument's name in the
 # cwd, and the store-relative path the traversal would reach.
 upper=$(tr a-f A-F <<<"$good")
@@ -95,7 +95,7 @@ snapshot "$S" >before
 for arg in "${bad_digests[@]}"; do
   for how in show consumers; do
     run "$FP" --store "$S" "$how" --json "$arg"
-    expect_rc 1 "$how $arg is refused"
+    expect_rc 2 "$how $arg is refused"
     expect_in err "fingerprint: " "$how $arg: an error message"
     expect_in err "$arg" "$how $arg: the message names the argument"
     expect_not_in out "$good" "$how $arg: the decoy holding the recorded bytes is not used"

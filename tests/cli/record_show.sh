@@ -23,7 +23,8 @@ run "$FP" --store "$S" show --json lib.a
 expect_rc 0 "show --json lib.a"
 cp "$T/out" show.json
 expect_json_each show.json <<EOF
-show --json has exactly the keys digest, size, names, producers, consumers :: sorted(d) == sorted(["digest", "size", "names", "producers", "consumers"])
+show --json has exactly the keys digest, size, names, producers, consumers, package :: sorted(d) == sorted(["digest", "size", "names", "producers", "consumers", "package"])
+no package for a file no Debian package installed :: d["package"] is None
 show --json digest is sha256:<sha256sum of lib.a> :: d["digest"] == "sha256:$lib"
 show --json size is the file size :: d["size"] == $(stat -c %s lib.a)
 show --json names is the absolute path of lib.a :: d["names"] == ["$T/lib.a"]

@@ -100,6 +100,20 @@ the subject is chorus :: "$T/b-chorus/chorus" in [s["name"] for s in d["subject"
 it names the installed libgreet.so it consumed, by digest :: "$(sha256sum "$lib" | cut -c1-64)" in [r["digest"]["sha256"] for r in d["predicate"]["buildDefinition"]["resolvedDependencies"]]
 and the declared lyrics.txt :: any(r["name"].endswith("/lyrics.txt") for r in d["predicate"]["buildDefinition"]["resolvedDependencies"])
 PY
+# The installed chorus: its RPATH rewritten, no build produced these bytes;
+# it exports the build that produced the build tree's chorus, with itself
+# a subject beside it.
+installed=$T/prefix/bin/chorus
+query "$T/installed-provenance.json" export --format in-toto "$installed"
+expect_rc 0 "export --format in-toto of the installed, RPATH-rewritten chorus"
+expect_json_each "$T/installed-provenance.json" <<PY
+its bytes differ from the build tree's :: "$(sha256sum "$installed" | cut -c1-64)" != "$(sha256sum "$T/b-chorus/chorus" | cut -c1-64)"
+the installed file is a subject, by its own digest :: ("$installed", "$(sha256sum "$installed" | cut -c1-64)") in [(s["name"], s["digest"]["sha256"]) for s in d["subject"]]
+and the build tree's chorus it was installed from :: ("$T/b-chorus/chorus", "$(sha256sum "$T/b-chorus/chorus" | cut -c1-64)") in [(s["name"], s["digest"]["sha256"]) for s in d["subject"]]
+the build is chorus's :: d["predicate"]["buildDefinition"]["externalParameters"]["project"] == "chorus"
+it names what that build consumed :: "$(sha256sum "$lib" | cut -c1-64)" in [r["digest"]["sha256"] for r in d["predicate"]["buildDefinition"]["resolvedDependencies"]]
+PY
+
 query "$T/gc.json" gc --dry-run --keep-builds 1 --json
 expect_json "$T/gc.json" 'd["builds_dropped"] == 0 and d["events_dropped"] == 0' "gc --dry-run --keep-builds 1 keeps the only build of each"
 query "$T/fsck.json" fsck --json

@@ -29,4 +29,18 @@ install_tree "$b2"
 run "$FP" --store "$store2" show "$T/prefix2/lib/libgreet.so"
 expect_rc 0 "the installed libgreet.so is in the store whose name ends in ]"
 
+# A "$" in the build tree's name: Ninja would take "$b" for a variable and
+# the shell "$b" for one of its own, unless the hooks' command lines escape
+# it for both (the Makefile generators escape it for make themselves).
+for generator in "Ninja:n" "Unix Makefiles:m"; do
+  b3="$T/b3-\$HOME-\$\$-${generator#*:}"
+  GENERATOR="${generator%:*}" configure "$SRC/examples/greet" "$b3" -DFINGERPRINT_DIR="$T/store3-${generator#*:}"
+  build "$b3"
+  expect_not_in both "not fingerprinted" "${generator%:*}: every link hook recorded in a tree named with \$"
+  query "$T/dollar.json" --store "$T/store3-${generator#*:}" show --json "$b3/libgreet.so"
+  expect_rc 0 "${generator%:*}: libgreet.so of the tree named with \$ is recorded"
+  expect_json "$T/dollar.json" 'd["producers"][0]["build_dir"] == "'"$b3"'"' \
+    "${generator%:*}: with its build tree's name exact (\$HOME and \$\$ not expanded)"
+done
+
 finish

@@ -94,11 +94,10 @@ resolve_digest(const store::Store& store, const std::string& argument)
                  + "' (known: sha256, sha512, sha1, md5, blake2b512)");
   }
   std::string hex = argument.substr(colon + 1);
-  std::transform(hex.begin(), hex.end(), hex.begin(), [](char c) { return c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c; });
   const size_t length = 2 * digest::digest_size(*algorithm);
   const std::string name(digest::algorithm_name(*algorithm));
   if (!util::is_lower_hex(hex, hex.size())) {
-    return usage("not a digest: '" + hex + "' is not hexadecimal");
+    return usage("not a digest: '" + hex + "' is not lowercase hexadecimal");
   }
   if (hex.size() > length) {
     return usage("not a digest: " + std::to_string(hex.size()) + " hex digits, more than " + name + "'s "

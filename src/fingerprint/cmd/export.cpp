@@ -46,11 +46,20 @@ resource(const store::Event& event)
   return {{"name", display_path(event.path)}, {"digest", digest_set(event.digest)}};
 }
 
+// `installed`: the installed copies asked about, subjects too beside what
+// the build produced.
 nlohmann::ordered_json
-statement(const store::BuildRef& ref, const std::vector<store::Event>& events)
+statement(const store::BuildRef& ref,
+          const std::vector<store::Event>& events,
+          const std::vector<store::Event>& installed = {})
 {
   nlohmann::ordered_json subjects = nlohmann::ordered_json::array();
   std::set<std::string> seen_subjects;
+  for (const store::Event& copy : installed) {
+    if (seen_subjects.insert(copy.digest + copy.path).second) {
+      subjects.push_back(resource(copy));
+    }
+  }
   // A ResourceDescriptor per file (digest and path), in the order first
   // met, with the roles it had for the build's products in its annotations
   // (in-toto's place for what a descriptor's fields do not say).
@@ -137,6 +146,7 @@ run(const Args& args, Context& context, Prepared& prepared)
   const auto project = args.value("project");
   const auto build = args.value("build");
   store::BuildRef ref;
+  std::vector<store::Event> installed;
   if (project) {
     ref = {*project, *build};
   } else {
@@ -147,10 +157,32 @@ run(const Args& args, Context& context, Prepared& prepared)
       return failure;
     }
     report_problems(context, prepared.store->location(), record->problems);
-    const store::Event* newest = nullptr;
-    for (const auto& event : record->producers) {
-      if (event.event == store::EventKind::produced && (newest == nullptr || newest->time <= event.time)) {
-        newest = &event;
+    auto newest_of = [](const std::vector<store::Event>& events, store::EventKind kind) {
+      const store::Event* newest = nullptr;
+      for (const auto& event : events) {
+        if (event.event == kind && (newest == nullptr || newest->time <= event.time)) {
+          newest = &event;
+        }
+      }
+      return newest;
+    };
+    const store::Event* newest = newest_of(record->producers, store::EventKind::produced);
+    // An installed copy (its RPATH rewritten, or the same bytes): the build
+    // that produced the file it was installed from, with the copy a subject
+    // too; one installed from the source tree, the build that installed it.
+    std::optional<store::ArtifactRecord> origin;
+    const store::Event* install =
+      newest == nullptr ? newest_of(record->producers, store::EventKind::installed) : nullptr;
+    if (install != nullptr) {
+      installed.push_back(*install);
+      if (auto from = store::parse_digest_key(install->from); from && *from != record->key) {
+        if (auto loaded = store::load_record(*prepared.store, *from)) {
+          origin = std::move(*loaded);
+          newest = newest_of(origin->producers, store::EventKind::produced);
+        }
+      }
+      if (newest == nullptr) {
+        newest = install;
       }
     }
     if (newest == nullptr) {
@@ -168,7 +200,7 @@ run(const Args& args, Context& context, Prepared& prepared)
   std::vector<store::LogProblem> problems;
   query::add_manifest_inputs(*prepared.store, index->events, problems);
   report_problems(context, prepared.store->location(), problems);
-  write_out(context, dump_json(statement(ref, index->events)));
+  write_out(context, dump_json(statement(ref, index->events, installed)));
   return k_exit_ok;
 }
 
