@@ -37,6 +37,11 @@ expect_json "$T/out" "(d['package']['package'], d['package']['version']) == ('nl
 run "$FP" --store S show --json app
 expect_json "$T/out" "d['package'] is None and d['producers'][0]['project'] == 'p'" \
   "a fingerprinted product names its build, no package"
+run "$FP" --store S why --json app "$libc"
+expect_json "$T/out" "d['artifacts'][0]['package']['package'] == 'libc6' and 'package' not in d['artifacts'][1]" \
+  "why names the package at the root of the chain, which no build made"
+run "$FP" --store S why app "$libc"
+expect_in out "no recorded build produced it: Debian package libc6 $libc_version" "and says so in its text"
 
 # A database of our own (DPKG_ADMINDIR, as dpkg takes it): an upgrade
 # changes the status file and the next query reads the new version.

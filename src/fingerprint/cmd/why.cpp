@@ -23,7 +23,8 @@ short_digest(const std::string& digest)
 struct Hop
 {
   std::string digest;
-  std::optional<store::Event> producer; // none: no recorded build made these bytes
+  std::optional<store::Event> producer;        // none: no recorded build made these bytes
+  std::optional<query::PackageOrigin> package; // then, the Debian package that installed it
 };
 
 bool
@@ -89,6 +90,13 @@ hops_of(const store::Store& store,
       hop.producer->path.clear();
       hop.producer->product.clear();
       hop.producer->role.clear();
+    } else {
+      // The root, which no fingerprinted build made: a package's file?
+      std::vector<std::string> paths = record->names;
+      if (!chain.empty()) {
+        paths.insert(paths.begin(), chain.front().path);
+      }
+      hop.package = package_of(paths);
     }
     hops.push_back(std::move(hop));
   }
@@ -99,7 +107,8 @@ std::string
 made_by(const Hop& hop)
 {
   if (!hop.producer) {
-    return "origin unknown (no recorded build produced it)";
+    return hop.package ? "no recorded build produced it: " + package_text(*hop.package)
+                       : "origin unknown (no recorded build produced it)";
   }
   const store::Event& event = *hop.producer;
   return std::string(event.event == store::EventKind::installed ? "installed" : "produced") + " by " + event.project
@@ -112,6 +121,9 @@ hop_json(const Hop& hop)
   nlohmann::ordered_json object;
   object["digest"] = hop.digest;
   object["producer"] = hop.producer ? edge_json(*hop.producer) : nlohmann::ordered_json();
+  if (hop.package) {
+    object["package"] = package_json(*hop.package);
+  }
   return object;
 }
 
