@@ -43,6 +43,13 @@ expect_json "$T/out" "d['artifacts'][0]['package']['package'] == 'libc6' and 'pa
 run "$FP" --store S why app "$libc"
 expect_in out "no recorded build produced it: Debian package libc6 $libc_version" "and says so in its text"
 
+# The graph groups them by package: with --all, one node per Debian
+# package and version instead of one for every file no build made.
+run "$FP" --store S graph --all
+expect_in out "libc6 $libc_version (Debian) -> p  (libc.so.6)" "graph --all draws libc from libc6's node"
+expect_in out "nlohmann-json3-dev $json_version (Debian) -> p  (json.hpp)" "and the header from its -dev package's"
+expect_not_in out "(no producer)" "no file is left to the node of unknown origin"
+
 # A database of our own (DPKG_ADMINDIR, as dpkg takes it): an upgrade
 # changes the status file and the next query reads the new version.
 mkdir -p db/info

@@ -133,14 +133,24 @@ resolve_digest(const store::Store& store, const std::string& argument)
 
 } // namespace
 
-std::optional<query::PackageOrigin>
-package_of(const std::vector<std::string>& paths)
+std::optional<query::PackageIndex>
+package_index()
 {
   const char* admin = std::getenv("DPKG_ADMINDIR");
   auto index = query::PackageIndex::open(admin != nullptr && *admin != '\0' ? admin : "/var/lib/dpkg",
                                          digest::DigestCache::default_directory());
   if (!index) {
     return std::nullopt; // an unreadable database answers nothing, as none does
+  }
+  return std::move(*index);
+}
+
+std::optional<query::PackageOrigin>
+package_of(const std::vector<std::string>& paths)
+{
+  auto index = package_index();
+  if (!index) {
+    return std::nullopt;
   }
   for (const std::string& path : paths) {
     if (path.starts_with('/')) {

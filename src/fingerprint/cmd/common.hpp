@@ -54,9 +54,12 @@ Expected<store::DigestKey> resolve_artifact(const store::Store& store,
                                             const std::string& argument,
                                             digest::Algorithm algorithm);
 
-// The Debian package that owns the first of `paths` one owns (dpkg's
-// database at $DPKG_ADMINDIR, else /var/lib/dpkg, indexed in the cache
-// directory); nothing when none does or there is no database.
+// The index of dpkg's database at $DPKG_ADMINDIR, else /var/lib/dpkg, kept
+// in the cache directory; nothing when it cannot be read.
+std::optional<query::PackageIndex> package_index();
+
+// The Debian package that owns the first of `paths` one owns; nothing when
+// none does or there is no database.
 std::optional<query::PackageOrigin> package_of(const std::vector<std::string>& paths);
 
 // "Debian package libc6 2.36-9+deb12u7 (amd64)".

@@ -206,8 +206,13 @@ run(const Args& args, Context& context, Prepared& prepared)
     dot = util::find_program("dot");
   }
   const bool per_target = args.flag("artifacts");
+  const bool everything = args.flag("all");
   std::vector<store::LogProblem> problems;
-  auto all = query::collect_graph(*prepared.store, per_target, problems, format == "html");
+  // With --all, the files no fingerprinted build made come from their
+  // Debian packages' nodes.
+  const std::optional<query::PackageIndex> packages = everything ? package_index() : std::nullopt;
+  auto all = query::collect_graph(
+    *prepared.store, per_target, problems, format == "html", packages ? &*packages : nullptr);
   report_problems(context, prepared.store->location(), problems);
   if (!all) {
     print_error(context, all.error().message);
@@ -217,7 +222,6 @@ run(const Args& args, Context& context, Prepared& prepared)
   auto in_project = [&](const std::string& node) {
     return !project || node == *project || node.starts_with(*project + "/");
   };
-  const bool everything = args.flag("all");
   if (everything) {
     all->edges.merge(all->unproduced_edges);
   }

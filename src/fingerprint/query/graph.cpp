@@ -8,8 +8,18 @@
 
 namespace fingerprint::query {
 
+std::string
+package_node(const PackageOrigin& origin)
+{
+  return origin.package + " " + origin.version + " (Debian)";
+}
+
 Expected<Graph>
-collect_graph(const store::Store& store, bool per_target, std::vector<store::LogProblem>& problems, bool with_events)
+collect_graph(const store::Store& store,
+              bool per_target,
+              std::vector<store::LogProblem>& problems,
+              bool with_events,
+              const PackageIndex* packages)
 {
   Graph graph;
   auto ok = for_each_indexed_event(
@@ -24,6 +34,7 @@ collect_graph(const store::Store& store, bool per_target, std::vector<store::Log
   // consumed edges only.
   std::map<std::string, std::string> producer_of;                       // digest -> node
   std::map<std::string, std::pair<std::string, std::string>> installed; // digest -> (from, installer node)
+  std::map<std::string, std::string> package_of;                        // path -> its package's node
   for (const auto& event : graph.events) {
     if (event.event == store::EventKind::produced) {
       producer_of[event.digest] = node(event);
@@ -45,7 +56,16 @@ collect_graph(const store::Store& store, bool per_target, std::vector<store::Log
       producer = origin != producer_of.end() ? origin->second : copy->second.second;
     } else {
       graph.unproduced[consumer].insert(event.digest);
-      graph.unproduced_edges[{std::string(k_unproduced_node), consumer}].insert(name);
+      std::string from(k_unproduced_node);
+      if (packages != nullptr) {
+        auto [known, added] = package_of.try_emplace(event.path);
+        if (added) {
+          auto origin = packages->owner(event.path);
+          known->second = origin ? package_node(*origin) : from;
+        }
+        from = known->second;
+      }
+      graph.unproduced_edges[{from, consumer}].insert(name);
       return;
     }
     if (producer != consumer) {

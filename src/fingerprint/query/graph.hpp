@@ -3,6 +3,7 @@
 // The producer -> consumer graph, between projects or between targets, as
 // the graph command draws it and the HTML page lays it out.
 
+#include <fingerprint/query/packages.hpp>
 #include <fingerprint/store/store.hpp>
 
 #include <map>
@@ -42,7 +43,9 @@ struct Graph
   // `with_events`).
   std::vector<store::Event> events;
   // Consumed files that no recorded build produced or installed: the edges
-  // from k_unproduced_node, and per consumer node the digests it read.
+  // from k_unproduced_node (or from the Debian package that installed the
+  // file, given a package index), and per consumer node the digests it
+  // read.
   Edges unproduced_edges;
   std::map<std::string, std::set<std::string>> unproduced; // consumer node -> digests
 };
@@ -54,10 +57,15 @@ struct Graph
 // `unproduced_edges`: they would drown the picture. Nodes are projects, or
 // "project/target" with `per_target`. Unreadable lines and manifests are
 // appended to `problems`. Without `with_events`, `events` holds the build
-// index's events only.
+// index's events only. With `packages`, a file a Debian package installed
+// comes from that package's node (package_node()) in `unproduced_edges`.
 Expected<Graph> collect_graph(const store::Store& store,
                               bool per_target,
                               std::vector<store::LogProblem>& problems,
-                              bool with_events = true);
+                              bool with_events = true,
+                              const PackageIndex* packages = nullptr);
+
+// "libc6 2.36-9+deb12u7 (Debian)": the node of a package's files.
+std::string package_node(const PackageOrigin& origin);
 
 } // namespace fingerprint::query
