@@ -21,6 +21,25 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
+# The reference validators the tests run on what `export` writes (CycloneDX's
+# own library and its ajv schema validator), from npm's registry at the
+# versions tests/validate/package-lock.json pins, into build/validate:
+# installed again only when the lockfile changed.
+validators=$top/build/validate
+if ! command -v npm >/dev/null; then
+  fingerprint_install_packages nodejs npm
+fi
+if ! cmp -s "$top/tests/validate/package-lock.json" "$validators/package-lock.json" \
+  || [ ! -d "$validators/node_modules/@cyclonedx/cyclonedx-library" ]; then
+  fingerprint_say "installing the reference validators (npm ci, tests/validate/package-lock.json) in $validators"
+  mkdir -p "$validators"
+  cp "$top/tests/validate/package.json" "$top/tests/validate/package-lock.json" "$validators/"
+  (cd "$validators" && npm ci --no-audit --no-fund --loglevel=error)
+else
+  fingerprint_say "reference validators already installed in $validators"
+fi
+export FINGERPRINT_NODE_MODULES=$validators/node_modules
+
 build=${FINGERPRINT_BUILD_DIR:-$top/build/test}
 fingerprint_say "building runner, tests and benchmarks in $build"
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFINGERPRINT_BUILD_BENCHMARKS=ON >/dev/null

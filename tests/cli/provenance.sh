@@ -50,6 +50,44 @@ expect_in out "libc6 $libc_version (Debian) -> p  (libc.so.6)" "graph --all draw
 expect_in out "nlohmann-json3-dev $json_version (Debian) -> p  (json.hpp)" "and the header from its -dev package's"
 expect_not_in out "(no producer)" "no file is left to the node of unknown origin"
 
+# A bill of materials: export --format cyclonedx, grouped by origin and
+# checked by CycloneDX's reference validator (tools/test.sh installs it).
+printf 'core lib\n' >lib.so
+printf 'tool\n' >tool
+printf 'int main() {}\n' >main.c
+run "$FP" --store S record --project core --version 1.4 --target lib --build-id 7 --produced lib.so --consumed "$libc"
+run "$FP" --store S record --project p --version 2.0 --target tool --build-id 3 --produced tool --consumed lib.so "$libc" \
+  --compiled "$header" main.c
+expect_rc 0 "record a tool of project p from core's lib.so, libc, a Debian header and a source"
+run "$FP" --store S export --format cyclonedx tool
+expect_rc 0 "export --format cyclonedx tool"
+cp "$T/out" tool.cdx.json
+validate=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../validate")
+modules=${FINGERPRINT_NODE_MODULES:-$(realpath -m "$validate/../../build/validate/node_modules")}
+if [[ -d $modules/@cyclonedx/cyclonedx-library ]]; then
+  NODE_PATH=$modules run node "$validate/cyclonedx.js" tool.cdx.json
+  expect_rc 0 "CycloneDX's reference validator accepts the BOM (strict JSON schema, spec 1.5)"
+  # A document it must refuse, so that its acceptance means something.
+  python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); d["components"][0]["type"] = "binary"; json.dump(d, open(sys.argv[2], "w"))' \
+    tool.cdx.json broken.cdx.json
+  NODE_PATH=$modules run node "$validate/cyclonedx.js" broken.cdx.json
+  expect_rc 1 "and refuses one with a component type the spec does not have"
+else
+  fail "CycloneDX's validator is not installed in $modules (tools/test.sh runs npm ci in build/validate)"
+fi
+lib_hex=$(sha256sum lib.so | cut -c1-64)
+libc_hex=$(sha256sum "$libc" | cut -c1-64)
+expect_json_each tool.cdx.json <<EOF
+a CycloneDX 1.5 BOM :: d['bomFormat'] == 'CycloneDX' and d['specVersion'] == '1.5' and d['serialNumber'].startswith('urn:uuid:')
+the build is the metadata's component, with its product :: d['metadata']['component']['name'] == 'p' and d['metadata']['component']['version'] == '2.0' and [c['name'] for c in d['metadata']['component']['components']] == ['$T/tool']
+core's lib.so is in core 1.4's group, by its SHA-256 :: [(c['name'], c['version'], [(f['name'], f['hashes'][0]['alg'], f['hashes'][0]['content']) for f in c['components']]) for c in d['components'] if c.get('bom-ref') == 'project:core@1.4'] == [('core', '1.4', [('$T/lib.so', 'SHA-256', '$lib_hex')])]
+libc is in libc6's group, with its purl :: [(f['name'], f['hashes'][0]['content']) for c in d['components'] if c['name'] == 'libc6' and c['purl'].startswith('pkg:deb/debian/libc6@') for f in c['components']] == [('$libc', '$libc_hex')]
+the header is in its -dev package's group :: any(c['name'] == 'nlohmann-json3-dev' and c['version'] == '$json_version' for c in d['components'])
+the source, of no known origin, stands alone :: [c['type'] for c in d['components'] if c['name'] == '$T/main.c'] == ['file']
+the build depends on each group and on the source :: set(d['dependencies'][0]['dependsOn']) == {c['bom-ref'] for c in d['components']}
+and core, whose lib.so was made from libc, on libc6's group :: [x['dependsOn'] for x in d['dependencies'] if x['ref'] == 'project:core@1.4'] == [[c['bom-ref'] for c in d['components'] if c['name'] == 'libc6']]
+EOF
+
 # A database of our own (DPKG_ADMINDIR, as dpkg takes it): an upgrade
 # changes the status file and the next query reads the new version.
 mkdir -p db/info

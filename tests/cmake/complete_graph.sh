@@ -82,6 +82,8 @@ expect_json_each "$T/table-inc.json" <<EOF
 a file only the DEPFILE lists is read by the command :: [(e["target"], e["role"], e["depth"]) for e in d if e["depth"] == 1] == [("table.hpp", "compile", 1)]
 and reaches the program through the header and the archive :: ("tool", 3) in [(e["target"], e["depth"]) for e in d]
 EOF
+run "$FP" consumers "$T/mid/table.d"
+expect_rc 1 "the DEPFILE the command wrote, named on its command line, is not taken for an input"
 
 query "$T/notes.json" show --json "$T/mid/notes.txt"
 expect_json "$T/notes.json" '[e["target"] for e in d["producers"]] == ["notes.txt"]' \

@@ -1,9 +1,11 @@
 // export --format in-toto: a build's provenance as an in-toto Statement v1
 // whose predicate is SLSA Provenance v1. Its materials are what its
 // products' input manifests list (and an old store's consumed events).
+// export --format cyclonedx: the same build's bill of materials (sbom.hpp).
 
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/cmd/sbom.hpp>
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 
@@ -15,7 +17,10 @@ namespace fingerprint::cmd {
 namespace {
 
 constexpr OptionSpec k_options[] = {
-  {"format", OptionKind::value, "F", "in-toto (an in-toto Statement v1 with SLSA Provenance v1); required"},
+  {"format",
+   OptionKind::value,
+   "F",
+   "in-toto (an in-toto Statement v1 with SLSA Provenance v1) or cyclonedx (a CycloneDX 1.5 JSON BOM); required"},
   {"project", OptionKind::value, "P", "with --build: export that build instead of an artifact's producer"},
   {"build", OptionKind::value, "B", "the build id, with --project"},
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
@@ -126,8 +131,8 @@ int
 validate(const Args& args, Context& context)
 {
   const auto format = args.value("format");
-  if (!format || *format != "in-toto") {
-    print_error(context, "export: --format in-toto is required (the only format so far)");
+  if (!format || (*format != "in-toto" && *format != "cyclonedx")) {
+    print_error(context, "export: --format in-toto or --format cyclonedx is required");
     return k_exit_usage;
   }
   const bool project = args.value("project").has_value();
@@ -200,16 +205,18 @@ run(const Args& args, Context& context, Prepared& prepared)
   std::vector<store::LogProblem> problems;
   query::add_manifest_inputs(*prepared.store, index->events, problems);
   report_problems(context, prepared.store->location(), problems);
-  write_out(context, dump_json(statement(ref, index->events, installed)));
+  write_out(context,
+            dump_json(args.value("format") == "cyclonedx" ? cyclonedx(*prepared.store, ref, index->events, installed)
+                                                          : statement(ref, index->events, installed)));
   return k_exit_ok;
 }
 
 } // namespace
 
 extern const Command k_export_command{.name = "export",
-                                      .synopsis = "--format in-toto FILE|DIGEST | --project P --build B",
-                                      .summary =
-                                        "provenance of the build that produced an artifact, as in-toto / SLSA v1",
+                                      .synopsis = "--format in-toto|cyclonedx FILE|DIGEST | --project P --build B",
+                                      .summary = "provenance of the build that produced an artifact, as in-toto / SLSA "
+                                                 "v1, or its bill of materials, as CycloneDX",
                                       .options = k_options,
                                       .run = run,
                                       .needs = Needs::store,

@@ -87,10 +87,17 @@ command_inputs(const std::vector<std::string>& command,
     }
     struct stat st
     {};
-    if (path.empty() || !regular_file(path, st)) {
+    // What the command itself wrote (its DEPFILE, a second output named on
+    // its command line) is not what it read.
+    if (path.empty() || !regular_file(path, st)
+        || static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec >= started) {
       continue;
     }
-    add(absolute_path(path), store::Role::declared);
+    path = absolute_path(path);
+    if (rule && path == rule->depfile) {
+      continue;
+    }
+    add(std::move(path), store::Role::declared);
   }
   return inputs;
 }
