@@ -211,8 +211,8 @@ run(const Args& args, Context& context, Prepared& prepared)
   // With --all, the files no fingerprinted build made come from their
   // Debian packages' nodes.
   const std::optional<query::PackageIndex> packages = everything ? package_index() : std::nullopt;
-  auto all = query::collect_graph(
-    *prepared.store, per_target, problems, format == "html", packages ? &*packages : nullptr);
+  auto all =
+    query::collect_graph(*prepared.store, per_target, problems, format == "html", packages ? &*packages : nullptr);
   report_problems(context, prepared.store->location(), problems);
   if (!all) {
     print_error(context, all.error().message);
