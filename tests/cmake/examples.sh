@@ -146,4 +146,52 @@ mv "$T/saved.jsonl" "$log"
 run ctest --test-dir "$T/b-greet" --output-on-failure
 expect_rc 0 "restored, the round trips pass again"
 
+# Lineage: greet is fixed, rebuilt and reinstalled over the old one; hello
+# and chorus were built against the old libgreet.so and must rebuild.
+run "$FP" stale
+expect_rc 0 "nothing is stale before the fix"
+expect_in out "nothing stale" "and stale says so"
+cp -r "$SRC/examples/greet" "$T/greet-fixed"
+sed -i 's/"hello, "/"Hello, "/' "$T/greet-fixed/src/greet.cpp"
+configure "$T/greet-fixed" "$T/b-greet-fixed"
+build "$T/b-greet-fixed"
+install_tree "$T/b-greet-fixed"
+installed_lib=$(realpath "$lib")
+query "$T/history.json" history --json "$lib"
+expect_rc 0 "history of the reinstalled libgreet.so"
+expect_json_each "$T/history.json" <<PY
+both versions, oldest first :: len(d["versions"]) == 2 and d["versions"][0]["first_seen"] <= d["versions"][1]["first_seen"]
+the newer is the file there now :: [v["current"] for v in d["versions"]] == [False, True] and d["now"] == "sha256:$(sha256sum "$lib" | cut -c1-64)"
+each installed by greet, the newer from the fixed tree :: [[(e["event"], e["project"], e["build_dir"]) for e in v["producers"]] for v in d["versions"]] == [[("installed", "greet", "$T/b-greet")], [("installed", "greet", "$T/b-greet-fixed")]]
+the older was consumed by hello and chorus, the newer by nobody yet :: sorted({e["project"] for e in d["versions"][0]["consumers"]}) == ["chorus", "hello"] and d["versions"][1]["consumers"] == []
+PY
+run "$FP" history "$lib"
+expect_in out "2 versions, oldest first" "history (text) counts the versions"
+expect_in out "(the file there now)" "and marks the current one"
+query "$T/consumers-all.json" consumers --json --all-versions "$lib"
+expect_json "$T/consumers-all.json" '{"hello", "chorus"} <= {e["project"] for e in d}' \
+  "consumers --all-versions: the consumers of the older version too"
+query "$T/consumers-now.json" consumers --json "$lib"
+expect_json "$T/consumers-now.json" 'd == []' "while plain consumers answers for the bytes there now only"
+query "$T/stale.json" stale --json
+expect_rc 1 "stale exits 1: hello and chorus were built from the older libgreet.so"
+expect_json_each "$T/stale.json" <<PY
+hello's library and chorus are stale, from the installed libgreet.so :: {(e["project"], e["target"]) for e in d if e["input"] in ("$lib", "$installed_lib")} >= {("hello", "hello"), ("chorus", "chorus")}
+with the digest they read and the one there now :: all(e["recorded"] != e["now"] and e["now"] == "sha256:$(sha256sum "$lib" | cut -c1-64)" for e in d if e["input"] in ("$lib", "$installed_lib"))
+greet itself is not :: not any(e["project"] == "greet" for e in d)
+PY
+query "$T/stale-chorus.json" stale --json --project chorus
+expect_json "$T/stale-chorus.json" 'd and {e["project"] for e in d} == {"chorus"}' "stale --project keeps one project's consumers"
+run "$FP" stale
+expect_in out "rebuild:" "stale (text) says what to rebuild"
+# chorus rebuilt against the fixed library: no longer stale.
+build "$T/b-hello" --target clean
+build "$T/b-hello"
+install_tree "$T/b-hello"
+build "$T/b-chorus" --target clean
+build "$T/b-chorus"
+query "$T/stale-after.json" stale --json --project chorus
+expect_json "$T/stale-after.json" 'not any(e["input"] in ("$lib", "$installed_lib") for e in d)' \
+  "after chorus is rebuilt, its newest build read the libgreet.so there now"
+
 finish

@@ -102,5 +102,7 @@ extern const Command k_export_command;
 extern const Command k_gc_command;
 extern const Command k_migrate_command;
 extern const Command k_sync_command;
+extern const Command k_stale_command;
+extern const Command k_history_command;
 
 } // namespace fingerprint::cmd

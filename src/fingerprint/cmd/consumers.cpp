@@ -1,5 +1,6 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/query/history.hpp>
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/util/table.hpp>
@@ -15,6 +16,7 @@ constexpr OptionSpec k_options[] = {
   {"json", OptionKind::flag, {}, "print a JSON array of consumer events"},
   {"transitive", OptionKind::flag, {}, "also who consumed the consumers' products (with their depth)"},
   k_role_option,
+  {"all-versions", OptionKind::flag, {}, "the consumers of every version seen at FILE's path, oldest first"},
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
 };
 
@@ -84,6 +86,11 @@ validate(const Args& args, Context& context)
     print_error(context, "consumers: " + roles.error().message);
     return k_exit_usage;
   }
+  if (args.flag("all-versions") && !args.positional().empty()
+      && store::looks_like_digest_key(args.positional().front())) {
+    print_error(context, "consumers: --all-versions takes a FILE (the versions are those seen at its path)");
+    return k_exit_usage;
+  }
   return k_exit_ok;
 }
 
@@ -95,8 +102,35 @@ run(const Args& args, Context& context, Prepared& prepared)
   const bool transitive = args.flag("transitive");
   const std::set<std::string> roles = role_filter(args).value();
   std::vector<store::LogProblem> problems;
-  auto hits = roles.empty() ? prepared.store->find_consumers(key, transitive, problems)
-                            : consumers_by_role(*prepared.store, key, transitive, roles, problems);
+  auto consumers_of = [&](const store::DigestKey& of) {
+    return roles.empty() ? prepared.store->find_consumers(of, transitive, problems)
+                         : consumers_by_role(*prepared.store, of, transitive, roles, problems);
+  };
+  // --all-versions: of every version seen at the file's path, oldest first.
+  std::vector<store::DigestKey> versions{key};
+  if (args.flag("all-versions")) {
+    auto seen =
+      query::versions_at(*prepared.store, query::spellings_of(absolute_path(args.positional().front())), problems);
+    if (!seen) {
+      print_error(context, seen.error().message);
+      return k_exit_failure;
+    }
+    versions.clear();
+    for (const query::Version& version : *seen) {
+      if (auto parsed = store::parse_digest_key(version.digest); parsed && parsed->algorithm == key.algorithm) {
+        versions.push_back(std::move(*parsed));
+      }
+    }
+  }
+  Expected<std::vector<store::ConsumerHit>> hits = std::vector<store::ConsumerHit>();
+  for (const store::DigestKey& version : versions) {
+    auto of_version = consumers_of(version);
+    if (!of_version) {
+      hits = of_version.error();
+      break;
+    }
+    hits->insert(hits->end(), of_version->begin(), of_version->end());
+  }
   if (!hits) {
     print_error(context, hits.error().message);
     return k_exit_failure;
@@ -150,7 +184,8 @@ run(const Args& args, Context& context, Prepared& prepared)
 } // namespace
 
 extern const Command k_consumers_command{.name = "consumers",
-                                         .synopsis = "[--json] [--transitive] [--role ROLE[,ROLE...]] FILE|DIGEST",
+                                         .synopsis = "[--json] [--transitive] [--role ROLE[,ROLE...]] "
+                                                     "[--all-versions] FILE|DIGEST",
                                          .summary =
                                            "which builds consumed an artifact (and, transitively, their products)",
                                          .options = k_options,

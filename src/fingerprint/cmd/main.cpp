@@ -31,6 +31,8 @@ table()
                                            &k_show_command,
                                            &k_consumers_command,
                                            &k_why_command,
+                                           &k_history_command,
+                                           &k_stale_command,
                                            &k_verify_command,
                                            &k_graph_command,
                                            &k_builds_command,

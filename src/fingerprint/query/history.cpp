@@ -1,0 +1,74 @@
+#include <fingerprint/query/history.hpp>
+#include <fingerprint/query/index.hpp>
+#include <fingerprint/query/inputs.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+
+namespace fingerprint::query {
+
+Expected<std::vector<Version>>
+versions_at(const store::Store& store, const std::set<std::string>& paths, std::vector<store::LogProblem>& problems)
+{
+  std::map<std::string, Version> by_digest;
+  auto seen = [&](const store::Event& event) -> Version& {
+    Version& version = by_digest[event.digest];
+    version.digest = event.digest;
+    if (version.first_seen.empty() || event.time < version.first_seen) {
+      version.first_seen = event.time;
+    }
+    return version;
+  };
+  std::vector<store::Event> products;
+  auto collected = for_each_indexed_event(
+    store,
+    [&](store::Event& event) {
+      if (event.event == store::EventKind::consumed) {
+        if (paths.contains(event.path)) {
+          seen(event).read = true;
+        }
+        return;
+      }
+      if (paths.contains(event.path)) {
+        seen(event).makers.push_back(event);
+      }
+      if (event.event == store::EventKind::produced && !event.inputs.empty()) {
+        products.push_back(std::move(event));
+      }
+    },
+    problems);
+  if (!collected) {
+    return collected.error();
+  }
+  ManifestInputs manifests(store);
+  for (const store::Event& product : products) {
+    for (const store::Event& input : manifests.of(product, problems)) {
+      if (paths.contains(input.path)) {
+        seen(input).read = true;
+      }
+    }
+  }
+  std::vector<Version> versions;
+  versions.reserve(by_digest.size());
+  for (auto& [digest, version] : by_digest) {
+    versions.push_back(std::move(version));
+  }
+  std::stable_sort(
+    versions.begin(), versions.end(), [](const Version& a, const Version& b) { return a.first_seen < b.first_seen; });
+  return versions;
+}
+
+std::set<std::string>
+spellings_of(const std::string& path)
+{
+  std::set<std::string> paths{path};
+  if (char* resolved = ::realpath(path.c_str(), nullptr)) {
+    paths.insert(resolved);
+    std::free(resolved);
+  }
+  return paths;
+}
+
+} // namespace fingerprint::query
