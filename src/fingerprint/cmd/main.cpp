@@ -26,27 +26,12 @@ constexpr std::string_view k_overview = "usage: fingerprint [--store DIR|URL] <c
 std::span<const Command* const>
 table()
 {
-  static const Command* const k_table[] = {&k_digest_command,
-                                           &k_record_command,
-                                           &k_show_command,
-                                           &k_consumers_command,
-                                           &k_why_command,
-                                           &k_history_command,
-                                           &k_stale_command,
-                                           &k_verify_command,
-                                           &k_graph_command,
-                                           &k_builds_command,
-                                           &k_build_command,
-                                           &k_gc_command,
-                                           &k_fsck_command,
-                                           &k_export_command,
-                                           &k_migrate_command,
-                                           &k_sync_command,
-                                           &k_check_command,
-                                           &k_launch_command,
-                                           &k_compile_command,
-                                           &k_generate_command,
-                                           &k_installed_command};
+  static const Command* const k_table[] = {
+    &k_digest_command,   &k_record_command, &k_show_command,   &k_consumers_command, &k_why_command,
+    &k_history_command,  &k_stale_command,  &k_verify_command, &k_graph_command,     &k_builds_command,
+    &k_build_command,    &k_gc_command,     &k_fsck_command,   &k_export_command,    &k_migrate_command,
+    &k_sync_command,     &k_check_command,  &k_launch_command, &k_compile_command,   &k_generate_command,
+    &k_installed_command};
   return k_table;
 }
 
