@@ -88,6 +88,31 @@ the build depends on each group and on the source :: set(d['dependencies'][0]['d
 and core, whose lib.so was made from libc, on libc6's group :: [x['dependsOn'] for x in d['dependencies'] if x['ref'] == 'project:core@1.4'] == [[c['bom-ref'] for c in d['components'] if c['name'] == 'libc6']]
 EOF
 
+# Stripped and split copies answer by their GNU build-id: a program built
+# here, recorded, then stripped and its debug part split off with objcopy.
+printf 'int main(void) { return 0; }\n' >prog.c
+cc -g -o prog prog.c
+run "$FP" --store S record --project p --target prog --build-id 9 --produced prog --compiled prog.c
+build_id=$(readelf -n prog | awk '/Build ID/ {print $3}')
+expect_json <(sed -n 1p "S/objects/sha256/$(sha256sum prog | cut -c1-2)/$(sha256sum prog | cut -c1-64).jsonl") \
+  "d['build_id'] == '$build_id' and len('$build_id') == 40" "the produced event holds the program's GNU build-id"
+strip -o prog.stripped prog
+objcopy --only-keep-debug prog prog.debug
+for copy in prog.stripped prog.debug; do
+  run "$FP" --store S show --json "$copy"
+  expect_rc 0 "show $copy, whose bytes are not recorded"
+  expect_json "$T/out" "d['matched_by_build_id'] == {'build_id': '$build_id', 'digest': 'sha256:$(sha256sum "$copy" | cut -c1-64)'} and d['digest'] == 'sha256:$(sha256sum prog | cut -c1-64)' and d['producers'][0]['target'] == 'prog'" \
+    "$copy is matched by build-id to the program's record"
+  expect_in err "matched by build-id $build_id" "and show says so"
+done
+run "$FP" --store S export --format in-toto prog.stripped
+expect_rc 0 "export of the stripped copy"
+expect_json "$T/out" "{'$T/prog.stripped', '$T/prog'} <= {s['name'] for s in d['subject']}" \
+  "exports the program's build, the stripped copy a subject beside it"
+printf 'not elf\n' >plain.txt
+run "$FP" --store S show plain.txt
+expect_rc 1 "a file with no build-id and no record is still not recorded"
+
 # A database of our own (DPKG_ADMINDIR, as dpkg takes it): an upgrade
 # changes the status file and the next query reads the new version.
 mkdir -p db/info

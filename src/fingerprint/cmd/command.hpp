@@ -55,6 +55,10 @@ struct Prepared
   // Needs::artifact. Problems met in its log are in it, for the command to
   // report as it sees fit.
   std::optional<store::ArtifactRecord> artifact;
+  // Needs::artifact, when the file's own bytes are not recorded but its GNU
+  // build-id is a recorded product's (a stripped or split copy): the build-id
+  // and the file's own digest; `artifact` is then that product's record.
+  std::optional<std::pair<std::string, std::string>> matched_by_build_id;
 };
 
 // One subcommand: its name, how it is called, what it needs and what runs

@@ -1,7 +1,9 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/query/index.hpp>
 #include <fingerprint/query/inputs.hpp>
+#include <fingerprint/util/elf.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <cstdlib>
@@ -23,6 +25,12 @@ void
 print_warning(Context& context, std::string_view message)
 {
   print_error(context, "warning: " + std::string(message));
+}
+
+void
+print_note(Context& context, std::string_view message)
+{
+  print_error(context, "note: " + std::string(message));
 }
 
 void
@@ -204,12 +212,36 @@ resolve_artifact(const store::Store& store, const std::string& argument, digest:
   return store::DigestKey{algorithm, std::move(file->hex)};
 }
 
+namespace {
+
+// The newest recorded product whose GNU build-id is `id`. Reads the build
+// index whole: only asked when a file's own bytes are not recorded.
+std::optional<store::Event>
+product_with_build_id(const store::Store& store, const std::string& id)
+{
+  std::optional<store::Event> newest;
+  std::vector<store::LogProblem> problems;
+  auto scanned = query::for_each_indexed_event(
+    store,
+    [&](store::Event& event) {
+      if (event.event == store::EventKind::produced && event.build_id == id
+          && (!newest || newest->time <= event.time)) {
+        newest = std::move(event);
+      }
+    },
+    problems);
+  return scanned ? newest : std::nullopt;
+}
+
+} // namespace
+
 std::optional<store::ArtifactRecord>
 load_artifact(const store::Store& store,
               const std::string& argument,
               digest::Algorithm algorithm,
               Context& context,
-              int& failure)
+              int& failure,
+              std::optional<std::pair<std::string, std::string>>* matched)
 {
   auto key = resolve_artifact(store, argument, algorithm);
   if (!key) {
@@ -223,7 +255,28 @@ load_artifact(const store::Store& store,
     failure = k_exit_failure;
     return std::nullopt;
   }
-  return std::move(*record);
+  if (record->recorded() || store::looks_like_digest_key(argument)) {
+    return std::move(*record);
+  }
+  // Not these bytes: a stripped or split copy of a recorded product?
+  const auto id = util::gnu_build_id(argument);
+  const auto product = id ? product_with_build_id(store, *id) : std::nullopt;
+  auto original = product ? store::parse_digest_key(product->digest) : Expected<store::DigestKey>(Error{});
+  if (!original) {
+    return std::move(*record);
+  }
+  auto copy_of = store::load_record(store, *original);
+  if (!copy_of || !copy_of->recorded()) {
+    return std::move(*record);
+  }
+  print_note(context,
+             argument + ": matched by build-id " + *id + ": not recorded itself (" + key->str()
+               + "), it is a stripped or split copy of " + display_path(product->path) + " ("
+               + product->digest.substr(0, 19) + "...)");
+  if (matched != nullptr) {
+    *matched = std::pair{*id, key->str()};
+  }
+  return std::move(*copy_of);
 }
 
 nlohmann::ordered_json

@@ -35,6 +35,8 @@ inline constexpr OptionSpec k_help_option{"help", OptionKind::flag, {}, "show th
 // "fingerprint: <message>" on standard error.
 void print_error(Context& context, std::string_view message);
 void print_warning(Context& context, std::string_view message);
+// "fingerprint: note: <message>": what a reader should know of the answer.
+void print_note(Context& context, std::string_view message);
 
 // Prints one warning per unreadable line met while answering.
 void report_problems(Context& context, const std::string& store_root, const std::vector<store::LogProblem>& problems);
@@ -75,11 +77,17 @@ int exit_status_of(const Error& error);
 // prints why, sets `failure` to the exit status (exit_status_of) and returns
 // nothing. Problems met in the log are in the record, for the caller to
 // report.
-std::optional<store::ArtifactRecord> load_artifact(const store::Store& store,
-                                                   const std::string& argument,
-                                                   digest::Algorithm algorithm,
-                                                   Context& context,
-                                                   int& failure);
+// A FILE whose bytes are not recorded, but whose GNU build-id a recorded
+// product has (a stripped or split copy of it), gets that product's record,
+// with `matched` set to (build-id, the file's own digest) and a note on
+// standard error saying so.
+std::optional<store::ArtifactRecord> load_artifact(
+  const store::Store& store,
+  const std::string& argument,
+  digest::Algorithm algorithm,
+  Context& context,
+  int& failure,
+  std::optional<std::pair<std::string, std::string>>* matched = nullptr);
 
 using util::absolute_path;
 using util::base_name;

@@ -157,9 +157,17 @@ run(const Args& args, Context& context, Prepared& prepared)
   } else {
     const std::string& argument = args.positional().front();
     int failure = k_exit_failure;
-    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context, failure);
+    std::optional<std::pair<std::string, std::string>> matched;
+    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context, failure, &matched);
     if (!record) {
       return failure;
+    }
+    if (matched) {
+      // A stripped or split copy: a subject too, by its own digest.
+      store::Event copy;
+      copy.digest = matched->second;
+      copy.path = absolute_path(argument);
+      installed.push_back(std::move(copy));
     }
     report_problems(context, prepared.store->location(), record->problems);
     auto newest_of = [](const std::vector<store::Event>& events, store::EventKind kind) {

@@ -156,7 +156,8 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
   if (command.needs == Needs::artifact) {
     const std::string& argument = args.positional().front();
     int failure = k_exit_failure;
-    auto record = load_artifact(*prepared.store, argument, prepared.algorithm, context, failure);
+    auto record =
+      load_artifact(*prepared.store, argument, prepared.algorithm, context, failure, &prepared.matched_by_build_id);
     if (!record) {
       return failure;
     }

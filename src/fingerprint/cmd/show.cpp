@@ -90,7 +90,9 @@ human(const store::ArtifactRecord& record,
 }
 
 nlohmann::ordered_json
-json(const store::ArtifactRecord& record, const std::optional<query::PackageOrigin>& package)
+json(const store::ArtifactRecord& record,
+     const std::optional<query::PackageOrigin>& package,
+     const std::optional<std::pair<std::string, std::string>>& matched)
 {
   nlohmann::ordered_json object;
   object["digest"] = record.key.str();
@@ -105,6 +107,10 @@ json(const store::ArtifactRecord& record, const std::optional<query::PackageOrig
     object["consumers"].push_back(edge_json(event));
   }
   object["package"] = package ? package_json(*package) : nlohmann::ordered_json();
+  if (matched) {
+    // The record is the product's whose build-id the file has.
+    object["matched_by_build_id"] = {{"build_id", matched->first}, {"digest", matched->second}};
+  }
   return object;
 }
 
@@ -134,7 +140,9 @@ run(const Args& args, Context& context, Prepared& prepared)
     }
     package = package_of(paths);
   }
-  write_out(context, args.flag("json") ? dump_json(json(record, package)) : human(record, roles, package));
+  write_out(context,
+            args.flag("json") ? dump_json(json(record, package, prepared.matched_by_build_id))
+                              : human(record, roles, package));
   return k_exit_ok;
 }
 

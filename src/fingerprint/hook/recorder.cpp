@@ -3,6 +3,7 @@
 #include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/store/store.hpp>
+#include <fingerprint/util/elf.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <climits>
@@ -100,6 +101,8 @@ record(const RecordRequest& request,
     event.digest = prefix + digests[p]->hex;
     event.size = digests[p]->size;
     event.path = request.produced[p];
+    // What a stripped or split copy of it is matched by (util/elf.hpp).
+    event.build_id = util::gnu_build_id(event.path).value_or("");
     if (manifest_key) {
       event.inputs = manifest_key->str();
     }

@@ -59,6 +59,7 @@ ManifestInputs::of(const store::Event& produced, std::vector<store::LogProblem>&
     event.path = entry.path;
     event.role = std::string(store::role_name(entry.role));
     event.inputs.clear();
+    event.build_id.clear();
     inputs.push_back(std::move(event));
   }
   return inputs;

@@ -94,6 +94,7 @@ add_manifest_consumers(const Store& store, ArtifactRecord& record, const Manifes
         event.path = entry->path;
         event.role = std::string(role_name(entry->role));
         event.inputs.clear();
+        event.build_id.clear();
         record.consumers.push_back(std::move(event));
       }
     }

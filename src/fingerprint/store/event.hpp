@@ -44,8 +44,9 @@ struct Event
   // consumed, as queries report an input manifest's entry (never stored:
   // old logs' consumed events have none, and were link edges or declared).
   std::string role;
-  std::string inputs; // produced: the digest of its input manifest (manifest.hpp), if it has one
-  std::string source; // installed: the source or build-tree file it is a copy of, when known
+  std::string inputs;   // produced: the digest of its input manifest (manifest.hpp), if it has one
+  std::string source;   // installed: the source or build-tree file it is a copy of, when known
+  std::string build_id; // produced: an ELF file's GNU build-id (hex), when it has one
 
   bool operator==(const Event&) const = default;
 };
@@ -160,6 +161,11 @@ inline constexpr EventField k_event_fields[] = {
    .written = only(EventKind::installed),
    .required = k_no_kind,
    .check = FieldCheck::absolute_path,
+   .optional = true},
+  {.name = "build_id",
+   .text = &Event::build_id,
+   .written = only(EventKind::produced),
+   .required = k_no_kind,
    .optional = true},
 };
 inline constexpr size_t k_event_field_count = std::size(k_event_fields);
