@@ -113,6 +113,25 @@ printf 'not elf\n' >plain.txt
 run "$FP" --store S show plain.txt
 expect_rc 1 "a file with no build-id and no record is still not recorded"
 
+# stale looks at this host's builds only: another host's paths name that
+# host's files. Both inputs change; the build moved to another host is not
+# stale here.
+printf 'one\n' >dep1.txt
+printf 'two\n' >dep2.txt
+printf 'p1\n' >hprod1
+printf 'p2\n' >hprod2
+run "$FP" --store S record --project h --target t1 --build-id 1 --produced hprod1 --compiled dep1.txt
+run "$FP" --store S record --project h --target t2 --build-id 1 --produced hprod2 --compiled dep2.txt
+run "$FP" --store S stale --project h
+expect_rc 0 "nothing of project h is stale while its inputs are unchanged"
+printf 'one, fixed\n' >dep1.txt
+printf 'two, fixed\n' >dep2.txt
+sed -i '/"target":"t2"/s/"host":"[^"]*"/"host":"elsewhere"/' S/builds/h/1.jsonl
+run "$FP" --store S stale --project h --json
+expect_rc 1 "stale exits 1 when an input changed"
+expect_json "$T/out" "[(e['target'], e['input'], e['role']) for e in d] == [('t1', '$T/dep1.txt', 'compile')]" \
+  "it names this host's t1 and its changed input, not t2, recorded on another host"
+
 # A database of our own (DPKG_ADMINDIR, as dpkg takes it): an upgrade
 # changes the status file and the next query reads the new version.
 mkdir -p db/info

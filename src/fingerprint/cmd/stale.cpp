@@ -1,12 +1,14 @@
 // stale: who must rebuild. The newest product of every target (per build
-// tree and path) whose inputs, as its input manifest recorded them, are no
-// longer the bytes at those paths now: an older version of a file, of a
-// library another project rebuilt and reinstalled, of a package's header.
+// tree and path) built on this host whose inputs, as its input manifest
+// recorded them, are no longer the bytes at those paths now: an older
+// version of a file, of a library another project rebuilt and reinstalled,
+// of a package's header. Another host's paths name that host's files.
 
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/query/index.hpp>
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/util/table.hpp>
@@ -39,9 +41,13 @@ run(const Args& args, Context& context, Prepared& prepared)
   std::vector<store::LogProblem> problems;
   std::map<std::string, store::Event> newest; // (project, target, build dir, path) -> its newest produced event
   std::vector<store::Event> old_edges;        // consumed events of stores older than input manifests
+  const std::string host = hook::host_name();
   auto collected = query::for_each_indexed_event(
     *prepared.store,
     [&](store::Event& event) {
+      if (event.host != host) {
+        return;
+      }
       if (event.event == store::EventKind::produced) {
         query::keep_newest(
           newest, event.project + '\0' + event.target + '\0' + event.build_dir + '\0' + event.path, event);
@@ -57,7 +63,8 @@ run(const Args& args, Context& context, Prepared& prepared)
   }
   if (!project.empty() && newest.empty()) {
     print_error(context,
-                "stale: no build of project '" + project + "' is recorded in the store " + prepared.store->location());
+                "stale: no build of project '" + project + "' on this host (" + host + ") is recorded in the store "
+                  + prepared.store->location());
     return k_exit_failure;
   }
 
@@ -147,7 +154,8 @@ run(const Args& args, Context& context, Prepared& prepared)
 extern const Command k_stale_command{
   .name = "stale",
   .synopsis = "[--project P] [--json]",
-  .summary = "who must rebuild: newest products whose inputs are no longer the bytes at their paths (exit 1 if any)",
+  .summary = "who must rebuild: this host's newest products whose inputs are no longer the bytes at their paths "
+             "(exit 1 if any)",
   .options = k_options,
   .run = run,
   .needs = Needs::store,
