@@ -202,9 +202,9 @@ TEST(Event, AFieldIsRequiredExactlyForTheKindsTheTableSays)
   }
   // version is the one field any kind may lack, path_bytes and
   // build_dir_bytes are only there for a path that is not UTF-8, and a
-  // consumed event's role, a produced one's inputs and an installed one's
-  // source are newer than the oldest lines.
-  EXPECT_EQ(accepted, 3u * 3u + 3u);
+  // consumed event's role, a produced one's inputs and build_id and an
+  // installed one's source are newer than the oldest lines.
+  EXPECT_EQ(accepted, 3u * 3u + 4u);
   EXPECT_EQ(refused, 3u * 11u + 2u);
 }
 
