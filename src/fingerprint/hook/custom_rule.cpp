@@ -3,7 +3,6 @@
 #include <fingerprint/util/fs.hpp>
 
 #include <algorithm>
-#include <dirent.h>
 #include <fcntl.h>
 #include <set>
 #include <sys/stat.h>
@@ -37,24 +36,13 @@ against(const std::string& base, const std::string& path)
   return path.starts_with('/') ? path : base + "/" + path;
 }
 
-// The names of the entries of `dir` that match `keep`.
+// The names of the entries of `dir` that match `keep`, sorted.
 template <typename Keep>
 std::vector<std::string>
 entries_of(const std::string& dir, Keep keep)
 {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    return names;
-  }
-  while (const dirent* entry = ::readdir(d)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != ".." && keep(name)) {
-      names.push_back(name);
-    }
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
+  std::vector<std::string> names = util::sorted_entries(dir);
+  std::erase_if(names, [&](const std::string& name) { return !keep(name); });
   return names;
 }
 

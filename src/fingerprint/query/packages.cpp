@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <dirent.h>
 #include <fcntl.h>
 #include <map>
 #include <sys/mman.h>
@@ -74,21 +73,13 @@ installed_packages(std::string_view status)
   return by_name;
 }
 
-// The names of `dir`'s entries ending in `suffix`.
+// The names of `dir`'s entries ending in `suffix`, sorted.
 std::vector<std::string>
 names_ending(const std::string& dir, std::string_view suffix)
 {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* entry = ::readdir(d)) {
-      const std::string_view name = entry->d_name;
-      if (name.size() > suffix.size() && name.ends_with(suffix)) {
-        names.emplace_back(name);
-      }
-    }
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
+  std::vector<std::string> names = util::sorted_entries(dir);
+  std::erase_if(names,
+                [&](const std::string& name) { return name.size() <= suffix.size() || !name.ends_with(suffix); });
   return names;
 }
 

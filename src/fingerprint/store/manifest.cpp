@@ -258,14 +258,9 @@ decode_manifest(std::string_view bytes, const std::string& where)
   }
   const size_t digest_bytes = digest::digest_size(manifest.algorithm);
   manifest.entries.reserve(std::min<uint64_t>(count, bytes.size() / (digest_bytes + 1) + 1));
-  static constexpr char k_hex[] = "0123456789abcdef";
+  // `raw` holds at least digest_bytes bytes (checked by the callers).
   auto take_digest = [&](std::string_view raw, std::string& hex) {
-    hex.reserve(2 * digest_bytes);
-    for (const char c : raw.substr(0, digest_bytes)) {
-      const auto byte = static_cast<unsigned char>(c);
-      hex += k_hex[byte >> 4];
-      hex += k_hex[byte & 15];
-    }
+    hex = util::to_hex(reinterpret_cast<const unsigned char*>(raw.data()), digest_bytes);
   };
   auto entry_name = [](uint64_t i) { return "entry " + std::to_string(i + 1); };
   std::string previous;
@@ -404,24 +399,22 @@ parse_reverse_line(std::string_view line, digest::Algorithm algorithm)
       && util::is_lower_hex(line.substr(1), 2 * digest_bytes)) {
     return DigestKey{algorithm, std::string(line.substr(1))};
   }
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * digest_bytes);
+  std::string raw;
+  raw.reserve(digest_bytes);
   for (size_t i = 0; i < line.size(); ++i) {
-    auto byte = static_cast<unsigned char>(line[i]);
+    char byte = line[i];
     if (byte == '\\') {
       if (++i == line.size() || (line[i] != 'n' && line[i] != '\\')) {
         return std::nullopt;
       }
       byte = line[i] == 'n' ? '\n' : '\\';
     }
-    hex += k_hex[byte >> 4];
-    hex += k_hex[byte & 15];
+    raw += byte;
   }
-  if (hex.size() != 2 * digest_bytes) {
+  if (raw.size() != digest_bytes) {
     return std::nullopt;
   }
-  return DigestKey{algorithm, std::move(hex)};
+  return DigestKey{algorithm, util::to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size())};
 }
 
 } // namespace fingerprint::store

@@ -1,6 +1,8 @@
 #include <fingerprint/util/fs.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <dirent.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
@@ -79,6 +81,23 @@ absolute_path(const std::string& path)
     normal.pop_back(); // "/a/b/." normalizes to "/a/b/"
   }
   return normal;
+}
+
+std::vector<std::string>
+sorted_entries(const std::string& dir)
+{
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* entry = ::readdir(d)) {
+      const std::string_view name = entry->d_name;
+      if (name != "." && name != "..") {
+        names.emplace_back(name);
+      }
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::string

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <sys/types.h>
+#include <vector>
 
 namespace fingerprint::util {
 
@@ -44,6 +45,10 @@ bool is_safe_component(std::string_view name);
 // `path` made absolute and lexically normal, without resolving symlinks and
 // without a trailing slash ("/a/b/." -> "/a/b").
 std::string absolute_path(const std::string& path);
+
+// The names in directory `dir` but "." and "..", sorted; none when it
+// cannot be listed.
+std::vector<std::string> sorted_entries(const std::string& dir);
 
 // The last component of `path`: "/a/b/libx.so" -> "libx.so".
 std::string base_name(const std::string& path);
