@@ -64,6 +64,14 @@ Cache variables:
   The ``fingerprint`` executable. Found next to an installed package, built
   in the same tree when this repository is a subproject, or on ``PATH``.
 
+``FINGERPRINT_PROVENANCE``
+  ``ON`` (default): the first hook of each build records the build's
+  provenance once: the source tree's git commit, branch, whether it is
+  dirty and its remote (credentials stripped), CMake's version and
+  generator, the build type, each language's compiler id, version and path,
+  the flags every target starts from (and their digest), and the CI run's
+  URL. ``OFF``: none of it.
+
 ``FINGERPRINT_ALGORITHM``
   ``sha256`` (default), ``sha512``, ``sha1``, ``md5`` or ``blake2b512``.
 
@@ -125,6 +133,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/Fingerprint/store_url.cmake")
 _fingerprint_refuse_password()
 option(FINGERPRINT_AUTO "Fingerprint every executable and library target" ON)
 option(FINGERPRINT_REQUIRED "Fail the build when a target cannot be fingerprinted" OFF)
+option(FINGERPRINT_PROVENANCE "Record each build's source revision, toolchain and CI run" ON)
 set(FINGERPRINT_ALGORITHM "sha256" CACHE STRING "Digest algorithm of the fingerprints")
 set_property(CACHE FINGERPRINT_ALGORITHM PROPERTY STRINGS sha256 sha512 sha1 md5 blake2b512)
 

@@ -43,8 +43,9 @@ FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann
 # build-sequence rewrite.
 # ccache: cmake.complete_graph keeps a project's compile launcher working
 # inside the compile hook.
+# git: the build provenance tests record a real repository's commit.
 FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format graphviz chromium
-  postgresql strace ccache)
+  postgresql strace ccache git)
 # What the fuzz build needs on top of the build packages: clang, its runtime
 # libraries (libFuzzer, ASan, UBSan) for the default clang version, and
 # llvm-symbolizer, without which a crash's stack trace has no file:line.

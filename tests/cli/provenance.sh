@@ -109,6 +109,25 @@ run "$FP" --store S export --format in-toto prog.stripped
 expect_rc 0 "export of the stripped copy"
 expect_json "$T/out" "{'$T/prog.stripped', '$T/prog'} <= {s['name'] for s in d['subject']}" \
   "exports the program's build, the stripped copy a subject beside it"
+prog_digest=sha256:$(sha256sum prog | cut -c1-64)
+run "$FP" --store S why --json prog.stripped prog.c
+expect_rc 0 "why the stripped copy depends on prog.c"
+expect_json_each "$T/out" <<EOF
+it does, through the program's record :: d['depends'] is True and d['consumer'] == '$prog_digest'
+and says how it was matched :: d['matched_by_build_id'] == [{'file': '$T/prog.stripped', 'digest': 'sha256:$(sha256sum prog.stripped | cut -c1-64)', 'build_id': '$build_id', 'product': '$prog_digest'}]
+EOF
+expect_in err "matched by build-id $build_id" "why says so"
+mkdir -p shipped
+cp prog.stripped shipped/prog
+run "$FP" --store S history --json shipped/prog
+expect_rc 0 "history of a stripped copy at a path no build recorded"
+expect_json_each "$T/out" <<EOF
+the history of the program's path :: d['path'] == '$T/prog' and [v['digest'] for v in d['versions']] == ['$prog_digest']
+the version the copy is of is the current one :: d['versions'][0]['current'] is True
+the match is named :: d['matched_by_build_id']['build_id'] == '$build_id' and d['matched_by_build_id']['file'] == '$T/shipped/prog'
+EOF
+run "$FP" --store S history shipped/prog
+expect_in out "matched by build-id" "history (text) says the copy was matched by its build-id"
 printf 'not elf\n' >plain.txt
 run "$FP" --store S show plain.txt
 expect_rc 1 "a file with no build-id and no record is still not recorded"

@@ -893,6 +893,44 @@ TEST_P(StoreConformance, ArtifactsAreFoundByTheBeginningOfTheirDigest)
   EXPECT_EQ(*other_algorithm, Keys{});
 }
 
+// A build's provenance (store/provenance.hpp): written once, read back as
+// written, refused when it names another build, removed on request; a
+// database makes its table on first use.
+TEST_P(StoreConformance, ABuildsProvenanceIsWrittenOnceAndReadBackAsWritten)
+{
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  const BuildRef build{"p", "3-0badcafe"};
+  auto document = [](const std::string& b, const std::string& commit) {
+    return R"({"provenance":1,"project":"p","build":")" + b + R"(","source":{"commit":")" + commit + "\"}}\n";
+  };
+  auto none = store->read_provenance(build);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_FALSE(*none);
+  auto first = store->put_provenance(build, document("3-0badcafe", "aaaa"));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_TRUE(*first);
+  auto again = store->put_provenance(build, document("3-0badcafe", "bbbb"));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(*again);
+  auto read = store->read_provenance(build);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_TRUE(*read);
+  EXPECT_EQ(**read, document("3-0badcafe", "aaaa"));
+  EXPECT_FALSE(store->put_provenance({"p", "4"}, document("3-0badcafe", "cccc"))) << "it names another build";
+  auto other = store->read_provenance({"p", "4"});
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(*other);
+  auto dry = store->remove_provenance(build, true);
+  ASSERT_TRUE(dry) << dry.error().message;
+  EXPECT_TRUE(*dry);
+  ASSERT_TRUE(store->read_provenance(build).value());
+  auto removed = store->remove_provenance(build, false);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_TRUE(*removed);
+  EXPECT_FALSE(store->read_provenance(build).value());
+}
+
 // A call through the recorder's way (manifest first, then one produced
 // event per product naming it): consumers, chains and records answer the
 // same on both backends, with each entry's role and path; an unchanged
@@ -1209,6 +1247,36 @@ TEST_F(PostgresStoreOnly, ImportCopiesADirectoryStoreOnceAndAnswersAsItDoes)
   EXPECT_EQ(third->events_copied, 1u);
   EXPECT_EQ(third->events_present, 6u);
   check_log(a, {made_a, use, install, use, use});
+}
+
+TEST_F(PostgresStoreOnly, ImportCopiesBuildsProvenanceOnce)
+{
+  test::TempDir dir;
+  const std::string root = dir / "store";
+  const std::string text = R"({"provenance":1,"project":"up","build":"1","source":null})"
+                           "\n";
+  {
+    auto source = open_store(root, Access::write);
+    ASSERT_TRUE(source) << source.error().message;
+    ASSERT_TRUE((*source)->append({produced(key_of('a'), "up", "1")}));
+    ASSERT_TRUE((*source)->put_provenance({"up", "1"}, text));
+  }
+  auto source = DirectoryStore::open_for_reading(root);
+  ASSERT_TRUE(source) << source.error().message;
+  auto target = PostgresStore::open(m_location, Access::write);
+  ASSERT_TRUE(target) << target.error().message;
+  auto first = migrate(*source, **target, {});
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->provenance_copied, 1u);
+  EXPECT_EQ(first->provenance_present, 0u);
+  auto read = (*target)->read_provenance({"up", "1"});
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_TRUE(*read);
+  EXPECT_EQ(**read, text);
+  auto second = migrate(*source, **target, {});
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->provenance_copied, 0u);
+  EXPECT_EQ(second->provenance_present, 1u);
 }
 
 TEST_F(PostgresStoreOnly, ImportRefusesADirectoryWithACorruptLogAndLeavesTheDatabaseAsItWas)

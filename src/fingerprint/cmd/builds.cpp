@@ -81,8 +81,26 @@ summarize(const store::BuildRef& ref,
   return summary;
 }
 
+// "4a58c0038f8f", "4a58c0038f8f+dirty", or "-" without a git commit.
+std::string
+short_commit(const std::optional<nlohmann::ordered_json>& provenance)
+{
+  if (!provenance) {
+    return "-";
+  }
+  const auto source = provenance->find("source");
+  if (source == provenance->end() || !source->is_object() || !(*source)["commit"].is_string()) {
+    return "-";
+  }
+  std::string commit = (*source)["commit"].get<std::string>().substr(0, 12);
+  if ((*source)["dirty"].is_boolean() && (*source)["dirty"].get<bool>()) {
+    commit += "+dirty";
+  }
+  return commit;
+}
+
 nlohmann::ordered_json
-summary_json(const BuildSummary& summary)
+summary_json(const BuildSummary& summary, const std::optional<nlohmann::ordered_json>& provenance)
 {
   nlohmann::ordered_json object;
   object["project"] = summary.ref.project;
@@ -94,6 +112,7 @@ summary_json(const BuildSummary& summary)
   object["produced"] = summary.produced.size();
   object["consumed"] = summary.consumed.size();
   object["installed"] = summary.installed;
+  object["provenance"] = provenance ? *provenance : nlohmann::ordered_json();
   return object;
 }
 
@@ -130,7 +149,7 @@ run_builds(const Args& args, Context& context, Prepared& prepared)
   if (args.flag("json")) {
     auto array = nlohmann::ordered_json::array();
     for (const auto& summary : summaries) {
-      array.push_back(summary_json(summary));
+      array.push_back(summary_json(summary, build_provenance(*prepared.store, summary.ref, context)));
     }
     write_out(context, dump_json(array));
     return k_exit_ok;
@@ -141,12 +160,14 @@ run_builds(const Args& args, Context& context, Prepared& prepared)
                       : "no builds recorded in " + prepared.store->location() + "\n");
     return project ? k_exit_failure : k_exit_ok;
   }
-  std::vector<std::vector<std::string>> rows{{"PROJECT", "BUILD", "TIME", "HOST", "PRODUCED", "CONSUMED", "BUILD DIR"}};
+  std::vector<std::vector<std::string>> rows{
+    {"PROJECT", "BUILD", "TIME", "HOST", "COMMIT", "PRODUCED", "CONSUMED", "BUILD DIR"}};
   for (const auto& summary : summaries) {
     rows.push_back({summary.ref.project,
                     summary.ref.build,
                     human_time(summary.first_time),
                     summary.host,
+                    short_commit(build_provenance(*prepared.store, summary.ref, context)),
                     std::to_string(summary.produced.size()),
                     std::to_string(summary.consumed.size()),
                     display_path(summary.build_dir)});
@@ -182,8 +203,9 @@ run_build(const Args& args, Context& context, Prepared& prepared)
   query::ManifestInputs manifests(*prepared.store);
   const BuildSummary summary = summarize(ref, std::move(index->events), manifests, problems, true);
   report_problems(context, prepared.store->location(), problems);
+  const auto provenance = build_provenance(*prepared.store, ref, context);
   if (args.flag("json")) {
-    auto object = summary_json(summary);
+    auto object = summary_json(summary, provenance);
     for (const char* kind : {"produced", "consumed", "installed"}) {
       object[std::string(kind) + "_events"] = nlohmann::ordered_json::array();
     }
@@ -195,6 +217,9 @@ run_build(const Args& args, Context& context, Prepared& prepared)
   }
   std::string text = "build " + ref.build + " of " + ref.project + " in " + display_path(summary.build_dir) + " on "
                      + summary.host + ", " + human_time(summary.first_time) + "\n";
+  if (provenance) {
+    text += provenance_text(*provenance, "  ");
+  }
   auto section = [&](store::EventKind kind, std::string_view title, bool with_product) {
     std::vector<std::vector<std::string>> rows;
     rows.push_back({"TARGET", "DIGEST", "PATH"});

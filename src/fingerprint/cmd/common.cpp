@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <unistd.h>
 
 namespace fingerprint::cmd {
@@ -191,6 +192,93 @@ package_json(const query::PackageOrigin& origin)
   return object;
 }
 
+std::optional<nlohmann::ordered_json>
+build_provenance(const store::Store& store, const store::BuildRef& build, Context& context)
+{
+  static std::map<std::pair<std::string, std::string>, std::optional<nlohmann::ordered_json>> read;
+  const auto [it, fresh] = read.try_emplace({build.project, build.build});
+  if (!fresh) {
+    return it->second;
+  }
+  auto document = store.read_provenance(build);
+  if (!document) {
+    print_warning(context, document.error().message);
+  } else if (*document) {
+    it->second = nlohmann::ordered_json::parse(**document, nullptr, false); // read_provenance checked it
+  }
+  return it->second;
+}
+
+namespace {
+
+std::string
+string_at(const nlohmann::ordered_json& object, const char* key)
+{
+  if (!object.is_object()) {
+    return {};
+  }
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+} // namespace
+
+std::string
+provenance_text(const nlohmann::ordered_json& document, std::string_view indent)
+{
+  std::string text;
+  auto line = [&](std::string_view what, const std::string& value) {
+    if (!value.empty()) {
+      text += indent;
+      text += what;
+      text += ": ";
+      text += value;
+      text += '\n';
+    }
+  };
+  const auto source = document.find("source");
+  if (source != document.end() && source->is_object()) {
+    std::string value =
+      "git " + (string_at(*source, "commit").empty() ? "(no commit yet)" : string_at(*source, "commit"));
+    const std::string branch = string_at(*source, "branch");
+    value += branch.empty() ? " (detached)" : " on " + branch;
+    const auto dirty = source->find("dirty");
+    value += dirty != source->end() && dirty->is_boolean() && dirty->get<bool>() ? ", dirty" : ", clean";
+    if (const std::string remote = string_at(*source, "remote"); !remote.empty()) {
+      value += ", " + remote;
+    }
+    line("source", value);
+  } else {
+    line("source", "not a git work tree");
+  }
+  std::string toolchain;
+  auto add = [&](const std::string& part) {
+    if (!part.empty()) {
+      toolchain += (toolchain.empty() ? "" : "; ") + part;
+    }
+  };
+  if (const auto cmake = document.find("cmake"); cmake != document.end() && cmake->is_object()) {
+    add("CMake " + string_at(*cmake, "version") + " (" + string_at(*cmake, "generator") + ")");
+  }
+  if (const auto compilers = document.find("compilers"); compilers != document.end() && compilers->is_object()) {
+    for (const auto& [language, compiler] : compilers->items()) {
+      add(language + " " + string_at(compiler, "id") + " " + string_at(compiler, "version") + " "
+          + display_path(string_at(compiler, "path")));
+    }
+  }
+  line("toolchain", toolchain);
+  std::string flags = string_at(document, "build_type");
+  flags = flags.empty() ? "no build type" : flags;
+  if (const std::string digest = string_at(document, "flags_digest"); !digest.empty()) {
+    flags += ", flags " + digest.substr(0, 19);
+  }
+  line("configuration", flags);
+  if (const auto ci = document.find("ci"); ci != document.end() && ci->is_object()) {
+    line("CI run", string_at(*ci, "url"));
+  }
+  return text;
+}
+
 int
 exit_status_of(const Error& error)
 {
@@ -259,9 +347,8 @@ load_artifact(const store::Store& store,
     return std::move(*record);
   }
   // Not these bytes: a stripped or split copy of a recorded product?
-  const auto id = util::gnu_build_id(argument);
-  const auto product = id ? product_with_build_id(store, *id) : std::nullopt;
-  auto original = product ? store::parse_digest_key(product->digest) : Expected<store::DigestKey>(Error{});
+  const auto match = match_by_build_id(store, argument, *key, context);
+  auto original = match ? store::parse_digest_key(match->product.digest) : Expected<store::DigestKey>(Error{});
   if (!original) {
     return std::move(*record);
   }
@@ -269,14 +356,25 @@ load_artifact(const store::Store& store,
   if (!copy_of || !copy_of->recorded()) {
     return std::move(*record);
   }
-  print_note(context,
-             argument + ": matched by build-id " + *id + ": not recorded itself (" + key->str()
-               + "), it is a stripped or split copy of " + display_path(product->path) + " ("
-               + product->digest.substr(0, 19) + "...)");
   if (matched != nullptr) {
-    *matched = std::pair{*id, key->str()};
+    *matched = std::pair{match->build_id, key->str()};
   }
   return std::move(*copy_of);
+}
+
+std::optional<BuildIdMatch>
+match_by_build_id(const store::Store& store, const std::string& file, const store::DigestKey& key, Context& context)
+{
+  const auto id = util::gnu_build_id(file);
+  auto product = id ? product_with_build_id(store, *id) : std::nullopt;
+  if (!product) {
+    return std::nullopt;
+  }
+  print_note(context,
+             file + ": matched by build-id " + *id + ": not recorded itself (" + key.str()
+               + "), it is a stripped or split copy of " + display_path(product->path) + " ("
+               + product->digest.substr(0, 19) + "...)");
+  return BuildIdMatch{*id, std::move(*product)};
 }
 
 nlohmann::ordered_json

@@ -70,6 +70,17 @@ std::string package_text(const query::PackageOrigin& origin);
 // {"package", "version", "architecture", "path"}.
 nlohmann::ordered_json package_json(const query::PackageOrigin& origin);
 
+// Build `build`'s provenance (store/provenance.hpp) as the store holds it,
+// read once per process; nothing when the store has none. A document that
+// cannot be read is warned about, once, and taken as none.
+std::optional<nlohmann::ordered_json> build_provenance(const store::Store& store,
+                                                       const store::BuildRef& build,
+                                                       Context& context);
+
+// The document for people, one "  <what>: <value>" line each ("source",
+// "toolchain", "flags", "CI run"), each line starting with `indent`.
+std::string provenance_text(const nlohmann::ordered_json& document, std::string_view indent);
+
 // The exit status of a failure: 2 for a usage error, else 1.
 int exit_status_of(const Error& error);
 
@@ -88,6 +99,19 @@ std::optional<store::ArtifactRecord> load_artifact(
   Context& context,
   int& failure,
   std::optional<std::pair<std::string, std::string>>* matched = nullptr);
+
+// The recorded product whose GNU build-id the ELF file `file` has, when
+// its own bytes (`key`) are not recorded: the newest with that id. Says so
+// in a note on standard error.
+struct BuildIdMatch
+{
+  std::string build_id;
+  store::Event product;
+};
+std::optional<BuildIdMatch> match_by_build_id(const store::Store& store,
+                                              const std::string& file,
+                                              const store::DigestKey& key,
+                                              Context& context);
 
 using util::absolute_path;
 using util::base_name;

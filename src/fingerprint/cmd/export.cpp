@@ -1,6 +1,7 @@
 // export --format in-toto: a build's provenance as an in-toto Statement v1
 // whose predicate is SLSA Provenance v1. Its materials are what its
-// products' input manifests list (and an old store's consumed events).
+// products' input manifests list (and an old store's consumed events),
+// with the source commit and the compilers of the build's provenance.
 // export --format cyclonedx: the same build's bill of materials (sbom.hpp).
 
 #include <fingerprint/cmd/command.hpp>
@@ -51,12 +52,56 @@ resource(const store::Event& event)
   return {{"name", display_path(event.path)}, {"digest", digest_set(event.digest)}};
 }
 
+std::string
+string_at(const nlohmann::ordered_json& object, const char* key)
+{
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// What the build's provenance (store/provenance.hpp) adds to SLSA's
+// resolved dependencies: the source commit, as SLSA names one
+// ("git+<url>@<commit>", its digest a gitCommit), then each compiler.
+void
+add_provenance_dependencies(const nlohmann::ordered_json& provenance, nlohmann::ordered_json& materials)
+{
+  const auto source = provenance.find("source");
+  if (source != provenance.end() && source->is_object() && !string_at(*source, "commit").empty()) {
+    const std::string commit = string_at(*source, "commit");
+    std::string url = string_at(*source, "remote");
+    if (url.empty()) {
+      url = "file://" + string_at(provenance, "source_dir");
+    }
+    nlohmann::ordered_json descriptor = {
+      {"uri", "git+" + url + "@" + commit}, {"digest", {{"gitCommit", commit}}}, {"name", "source"}};
+    nlohmann::ordered_json annotations = nlohmann::ordered_json::object();
+    if (const std::string branch = string_at(*source, "branch"); !branch.empty()) {
+      annotations["branch"] = branch;
+    }
+    if (const auto dirty = source->find("dirty"); dirty != source->end() && dirty->is_boolean()) {
+      annotations["dirty"] = dirty->get<bool>();
+    }
+    descriptor["annotations"] = annotations;
+    materials.insert(materials.begin(), std::move(descriptor));
+  }
+  if (const auto compilers = provenance.find("compilers"); compilers != provenance.end() && compilers->is_object()) {
+    for (const auto& [language, compiler] : compilers->items()) {
+      materials.push_back(
+        {{"uri", "file://" + string_at(compiler, "path")},
+         {"name", language + " compiler"},
+         {"annotations",
+          {{"toolchain", true}, {"id", string_at(compiler, "id")}, {"version", string_at(compiler, "version")}}}});
+    }
+  }
+}
+
 // `installed`: the installed copies asked about, subjects too beside what
-// the build produced.
+// the build produced. `provenance`: the build's, when the store has it.
 nlohmann::ordered_json
 statement(const store::BuildRef& ref,
           const std::vector<store::Event>& events,
-          const std::vector<store::Event>& installed = {})
+          const std::vector<store::Event>& installed,
+          const std::optional<nlohmann::ordered_json>& provenance)
 {
   nlohmann::ordered_json subjects = nlohmann::ordered_json::array();
   std::set<std::string> seen_subjects;
@@ -109,6 +154,15 @@ statement(const store::BuildRef& ref,
   external["targets"] = targets;
   nlohmann::ordered_json internal;
   internal["build_dir"] = build_dir;
+  if (provenance) {
+    add_provenance_dependencies(*provenance, materials);
+    // The toolchain and configuration the build ran with.
+    for (const char* key : {"source_dir", "build_type", "cmake", "compilers", "flags", "flags_digest", "ci"}) {
+      if (const auto it = provenance->find(key); it != provenance->end() && !it->is_null()) {
+        internal[key] = *it;
+      }
+    }
+  }
 
   nlohmann::ordered_json predicate;
   predicate["buildDefinition"] = {{"buildType", k_build_type},
@@ -214,8 +268,9 @@ run(const Args& args, Context& context, Prepared& prepared)
   query::add_manifest_inputs(*prepared.store, index->events, problems);
   report_problems(context, prepared.store->location(), problems);
   write_out(context,
-            dump_json(args.value("format") == "cyclonedx" ? cyclonedx(*prepared.store, ref, index->events, installed)
-                                                          : statement(ref, index->events, installed)));
+            dump_json(args.value("format") == "cyclonedx"
+                        ? cyclonedx(*prepared.store, ref, index->events, installed)
+                        : statement(ref, index->events, installed, build_provenance(*prepared.store, ref, context))));
   return k_exit_ok;
 }
 

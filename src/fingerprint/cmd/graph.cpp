@@ -286,7 +286,8 @@ run(const Args& args, Context& context, Prepared& prepared)
     }
     text = std::move(*svg);
   } else {
-    GraphPage page{prepared.store->location(), project, per_target, graph_json(edges, hidden.size()), std::nullopt, {}};
+    GraphPage page{
+      prepared.store->location(), project, per_target, graph_json(edges, hidden.size()), std::nullopt, {}, {}, {}};
     if (!everything) {
       // Every unproduced file: the page counts those its tables would show.
       for (auto& [consumer, digests] : all->unproduced) {
@@ -305,6 +306,15 @@ run(const Args& args, Context& context, Prepared& prepared)
     } else {
       page.layout_note =
         "Laid out by this page: Graphviz's dot was not found (apt-get install graphviz lays it out better).";
+    }
+    for (const auto& event : all->events) {
+      if (event.event == store::EventKind::produced && (!project || event.project == *project)) {
+        if (auto [it, added] = page.provenance.try_emplace({event.project, event.build}); added) {
+          if (auto document = build_provenance(*prepared.store, {event.project, event.build}, context)) {
+            it->second = std::move(*document);
+          }
+        }
+      }
     }
     text = graph_html(page, all->events);
   }

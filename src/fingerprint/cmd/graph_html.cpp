@@ -273,6 +273,44 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
                 : std::to_string(hidden) + (hidden == 1 ? " toolchain/system file" : " toolchain/system files")
                     + " hidden: no fingerprinted build produced " + (hidden == 1 ? "it" : "them")
                     + " (<code>fingerprint graph --all</code> shows them).";
+  std::vector<std::string> build_rows;
+  for (const auto& [build, provenance] : page.provenance) {
+    auto text = [&](const nlohmann::ordered_json& object, const char* key) {
+      const auto it = object.is_object() ? object.find(key) : object.end();
+      return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    std::string commit_cell = "<td>&ndash;</td>";
+    std::string branch;
+    if (const auto source = provenance.is_object() ? provenance.find("source") : provenance.end();
+        source != provenance.end() && source->is_object()) {
+      const std::string commit = text(*source, "commit");
+      const bool dirty = (*source)["dirty"].is_boolean() && (*source)["dirty"].get<bool>();
+      const std::string remote = text(*source, "remote");
+      commit_cell = "<td class=\"digest\"><code title=\"" + html(commit + (remote.empty() ? "" : " " + remote)) + "\">"
+                    + html(commit.substr(0, 12)) + "</code>" + (dirty ? " <span class=\"dirty\">dirty</span>" : "")
+                    + "</td>";
+      branch = text(*source, "branch");
+    }
+    std::string toolchain;
+    if (const auto compilers = provenance.is_object() ? provenance.find("compilers") : provenance.end();
+        compilers != provenance.end() && compilers->is_object()) {
+      for (const auto& [language, compiler] : compilers->items()) {
+        toolchain +=
+          (toolchain.empty() ? "" : ", ") + language + " " + text(compiler, "id") + " " + text(compiler, "version");
+      }
+    }
+    const auto ci = provenance.is_object() ? provenance.find("ci") : provenance.end();
+    const std::string ci_url = ci != provenance.end() && ci->is_object() ? text(*ci, "url") : std::string();
+    build_rows.push_back("<tr>" + td(build.first) + td(build.second) + commit_cell + td(branch) + td(toolchain)
+                         + td(text(provenance, "build_type"))
+                         + td(text(provenance, "flags_digest").substr(0, 19), "digest") + td(ci_url) + "</tr>\n");
+  }
+  tables += table("builds",
+                  "Builds",
+                  {"Project", "Build", "Commit", "Branch", "Compilers", "Build type", "Flags", "CI run"},
+                  build_rows,
+                  "Each build's provenance: the source commit it was built from, its compilers and configuration "
+                  "(<code>fingerprint build show PROJECT BUILD</code> has it all).");
   tables += table("artifacts",
                   "Artifacts",
                   {"Name", "Path", "Digest", "Size", "Produced by", "Consumed by"},

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +28,9 @@ struct GraphPage
   // produced them; graph --all keeps them): the artifact table says how
   // many of those it would have shown.
   std::set<std::string> hidden;
+  // The builds whose products the page shows, each with its provenance
+  // (store/provenance.hpp; null when the store has none): the builds table.
+  std::map<std::pair<std::string, std::string>, nlohmann::ordered_json> provenance;
 };
 
 // The page for `page`, its tables from `events` (the build index).

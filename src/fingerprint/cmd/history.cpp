@@ -44,7 +44,8 @@ who(const store::Event& event)
 int
 run(const Args& args, Context& context, Prepared& prepared)
 {
-  const std::string path = absolute_path(args.positional().front());
+  const std::string file = absolute_path(args.positional().front());
+  std::string path = file;
   std::vector<store::LogProblem> problems;
   auto versions = query::versions_at(*prepared.store, query::spellings_of(path), problems);
   if (!versions) {
@@ -62,6 +63,20 @@ run(const Args& args, Context& context, Prepared& prepared)
       now = store::DigestKey{prepared.algorithm, digest->hex}.str();
     }
   }
+  // Nothing recorded at this path, and the file is a stripped or split copy
+  // of a product: that product's path's history, the copy's bytes as "now".
+  std::optional<BuildIdMatch> match;
+  if (versions->empty() && !now.empty()) {
+    match = match_by_build_id(*prepared.store, file, *store::parse_digest_key(now), context);
+    if (match) {
+      path = match->product.path;
+      versions = query::versions_at(*prepared.store, query::spellings_of(path), problems);
+      if (!versions) {
+        print_error(context, versions.error().message);
+        return k_exit_failure;
+      }
+    }
+  }
   std::vector<store::ArtifactRecord> records;
   for (const query::Version& version : *versions) {
     auto key = store::parse_digest_key(version.digest);
@@ -77,6 +92,8 @@ run(const Args& args, Context& context, Prepared& prepared)
     records.push_back(std::move(*record));
   }
   report_problems(context, prepared.store->location(), problems);
+  // The version the file there now is, or is a copy of.
+  const std::string current = match ? match->product.digest : now;
   if (versions->empty()) {
     print_error(context,
                 display_path(path) + ": no version of it is recorded in the store " + prepared.store->location());
@@ -87,6 +104,11 @@ run(const Args& args, Context& context, Prepared& prepared)
     nlohmann::ordered_json out;
     out["path"] = path;
     out["now"] = now.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(now);
+    if (match) {
+      // `path` is the product's; `now` the copy's bytes.
+      out["matched_by_build_id"] = {
+        {"file", file}, {"build_id", match->build_id}, {"digest", now}, {"product", match->product.digest}};
+    }
     out["versions"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < versions->size(); ++i) {
       const query::Version& version = (*versions)[i];
@@ -94,7 +116,7 @@ run(const Args& args, Context& context, Prepared& prepared)
       item["digest"] = version.digest;
       item["size"] = records[i].size;
       item["first_seen"] = version.first_seen;
-      item["current"] = version.digest == now;
+      item["current"] = version.digest == current;
       item["producers"] = nlohmann::ordered_json::array();
       for (const store::Event& event : version.makers) {
         item["producers"].push_back(edge_json(event));
@@ -109,12 +131,16 @@ run(const Args& args, Context& context, Prepared& prepared)
     return k_exit_ok;
   }
   std::string text = display_path(path) + ": " + std::to_string(versions->size())
-                     + (versions->size() == 1 ? " version" : " versions") + ", oldest first\n";
+                     + (versions->size() == 1 ? " version" : " versions") + ", oldest first"
+                     + (match ? " (" + display_path(file) + " is a stripped or split copy of its version "
+                                  + match->product.digest.substr(0, 19) + ", matched by build-id)"
+                              : std::string())
+                     + "\n";
   for (size_t i = 0; i < versions->size(); ++i) {
     const query::Version& version = (*versions)[i];
     text += "\n" + std::to_string(i + 1) + ". " + version.digest.substr(0, 19) + "  " + std::to_string(records[i].size)
             + " bytes, first seen " + human_time(version.first_seen)
-            + (version.digest == now ? "  (the file there now)" : "") + "\n";
+            + (version.digest == current ? "  (the file there now)" : "") + "\n";
     for (const store::Event& event : version.makers) {
       text += std::string("   ") + (event.event == store::EventKind::installed ? "installed" : "produced") + " by "
               + who(event) + "\n";
@@ -129,8 +155,9 @@ run(const Args& args, Context& context, Prepared& prepared)
       text += "   consumed by " + who(event) + " (" + query::role_of(event) + ")\n";
     }
   }
-  if (!now.empty()
-      && std::none_of(versions->begin(), versions->end(), [&](const query::Version& v) { return v.digest == now; })) {
+  if (!current.empty() && std::none_of(versions->begin(), versions->end(), [&](const query::Version& v) {
+        return v.digest == current;
+      })) {
     text += "\nthe file there now (" + now.substr(0, 19) + "...) is none of them: not recorded\n";
   }
   write_out(context, text);

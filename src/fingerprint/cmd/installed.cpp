@@ -164,11 +164,11 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
           || static_cast<uint64_t>(st.st_size) != digest.size) {
         continue;
       }
-      auto opened = digest::open_regular_file(it->second);
-      if (!opened) {
+      auto candidate = digest::open_regular_file(it->second);
+      if (!candidate) {
         continue;
       }
-      if (auto hex = hasher.digest_open_file(*opened); hex && *hex == digest.hex) {
+      if (auto hex = hasher.digest_open_file(*candidate); hex && *hex == digest.hex) {
         return it->second;
       }
     }

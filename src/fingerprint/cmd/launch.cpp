@@ -73,6 +73,7 @@ record_step(const Args& args,
   request.version = args.value("version").value_or("");
   request.target = target;
   request.build_dir = absolute_build_dir;
+  request.config = settings.config;
   request.algorithm = plan.algorithm;
   request.spool = !args.flag("required");
   request.produced = {absolute_output};

@@ -59,6 +59,8 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
     out["events_present"] = report->events_present;
     out["manifests_copied"] = report->manifests_copied;
     out["manifests_present"] = report->manifests_present;
+    out["provenance_copied"] = report->provenance_copied;
+    out["provenance_present"] = report->provenance_present;
     write_out(context, dump_json(out));
   } else {
     write_out(context,
@@ -67,7 +69,9 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
                 + (*target)->location() + " (" + std::to_string(report->events_present) + " were already there), and "
                 + std::to_string(report->manifests_copied) + " of "
                 + std::to_string(report->manifests_copied + report->manifests_present) + " input manifests ("
-                + std::to_string(report->manifests_present) + " were already there)\n");
+                + std::to_string(report->manifests_present) + " were already there), and "
+                + std::to_string(report->provenance_copied) + " of "
+                + std::to_string(report->provenance_copied + report->provenance_present) + " builds' provenance\n");
   }
   return k_exit_ok;
 }

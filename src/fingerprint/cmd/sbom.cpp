@@ -225,10 +225,52 @@ cyclonedx(const store::Store& store,
   }
   component["description"] = "build " + ref.build + " of " + ref.project;
   component["components"] = products;
+  nlohmann::ordered_json tools = {{{"type", "application"}, {"name", "fingerprint"}, {"version", FINGERPRINT_VERSION}}};
+  nlohmann::ordered_json properties = nlohmann::ordered_json::array();
+  // The build's provenance (store/provenance.hpp): its source commit, and
+  // the toolchain as the tools that made it.
+  const auto document = store.read_provenance(ref);
+  const nlohmann::ordered_json provenance =
+    document && *document ? nlohmann::ordered_json::parse(**document, nullptr, false) : nlohmann::ordered_json();
+  auto text = [](const nlohmann::ordered_json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (provenance.is_object()) {
+    if (const auto source = provenance.find("source"); source != provenance.end() && source->is_object()) {
+      const std::string commit = text(*source, "commit");
+      const std::string remote = text(*source, "remote");
+      if (!commit.empty() && !remote.empty()) {
+        component["externalReferences"] = {{{"type", "vcs"}, {"url", remote}, {"comment", "git commit " + commit}}};
+      }
+      if (!commit.empty()) {
+        properties.push_back({{"name", "fingerprint:git:commit"}, {"value", commit}});
+      }
+      if (const auto dirty = source->find("dirty"); dirty != source->end() && dirty->is_boolean()) {
+        properties.push_back({{"name", "fingerprint:git:dirty"}, {"value", dirty->get<bool>() ? "true" : "false"}});
+      }
+    }
+    if (const auto cmake = provenance.find("cmake"); cmake != provenance.end() && cmake->is_object()) {
+      tools.push_back({{"type", "application"}, {"name", "cmake"}, {"version", text(*cmake, "version")}});
+    }
+    if (const auto compilers = provenance.find("compilers"); compilers != provenance.end() && compilers->is_object()) {
+      for (const auto& [language, compiler] : compilers->items()) {
+        tools.push_back({{"type", "application"},
+                         {"name", text(compiler, "id") + " " + language + " compiler"},
+                         {"version", text(compiler, "version")}});
+      }
+    }
+    for (const char* key : {"build_type", "flags_digest"}) {
+      if (const std::string value = text(provenance, key); !value.empty()) {
+        properties.push_back({{"name", std::string("fingerprint:") + key}, {"value", value}});
+      }
+    }
+  }
   bom["metadata"] = {
-    {"timestamp", util::format_rfc3339(util::now_ns())},
-    {"tools", {{"components", {{{"type", "application"}, {"name", "fingerprint"}, {"version", FINGERPRINT_VERSION}}}}}},
-    {"component", component}};
+    {"timestamp", util::format_rfc3339(util::now_ns())}, {"tools", {{"components", tools}}}, {"component", component}};
+  if (!properties.empty()) {
+    bom["metadata"]["properties"] = properties;
+  }
   nlohmann::ordered_json components = nlohmann::ordered_json::array();
   for (const std::string& group : group_order) {
     components.push_back(groups[group]);

@@ -46,7 +46,9 @@ event_row(const store::Event& event)
 std::string
 human(const store::ArtifactRecord& record,
       const std::set<std::string>& roles,
-      const std::optional<query::PackageOrigin>& package)
+      const std::optional<query::PackageOrigin>& package,
+      const store::Store& store,
+      Context& context)
 {
   std::string text = record.key.str() + "  " + std::to_string(record.size) + " bytes\n\nnames:\n";
   for (const auto& name : record.names) {
@@ -84,6 +86,16 @@ human(const store::ArtifactRecord& record,
             + display_path(package->path) + "\n";
   } else {
     section(record.producers.empty() ? "produced by (origin unknown)" : "produced by", record.producers, false);
+    // What each producing build was built from and with.
+    std::set<std::pair<std::string, std::string>> told;
+    for (const auto& event : record.producers) {
+      if (event.event != store::EventKind::produced || !told.emplace(event.project, event.build).second) {
+        continue;
+      }
+      if (auto provenance = build_provenance(store, {event.project, event.build}, context)) {
+        text += "  build " + event.build + " of " + event.project + ":\n" + provenance_text(*provenance, "    ");
+      }
+    }
   }
   section("consumed by", record.consumers, true);
   return text;
@@ -92,7 +104,9 @@ human(const store::ArtifactRecord& record,
 nlohmann::ordered_json
 json(const store::ArtifactRecord& record,
      const std::optional<query::PackageOrigin>& package,
-     const std::optional<std::pair<std::string, std::string>>& matched)
+     const std::optional<std::pair<std::string, std::string>>& matched,
+     const store::Store& store,
+     Context& context)
 {
   nlohmann::ordered_json object;
   object["digest"] = record.key.str();
@@ -101,6 +115,10 @@ json(const store::ArtifactRecord& record,
   object["producers"] = nlohmann::ordered_json::array();
   for (const auto& event : record.producers) {
     object["producers"].push_back(edge_json(event));
+    if (event.event == store::EventKind::produced) {
+      const auto provenance = build_provenance(store, {event.project, event.build}, context);
+      object["producers"].back()["provenance"] = provenance ? *provenance : nlohmann::ordered_json();
+    }
   }
   object["consumers"] = nlohmann::ordered_json::array();
   for (const auto& event : record.consumers) {
@@ -141,8 +159,8 @@ run(const Args& args, Context& context, Prepared& prepared)
     package = package_of(paths);
   }
   write_out(context,
-            args.flag("json") ? dump_json(json(record, package, prepared.matched_by_build_id))
-                              : human(record, roles, package));
+            args.flag("json") ? dump_json(json(record, package, prepared.matched_by_build_id, *prepared.store, context))
+                              : human(record, roles, package, *prepared.store, context));
   return k_exit_ok;
 }
 

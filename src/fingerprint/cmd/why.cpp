@@ -139,6 +139,27 @@ run(const Args& args, Context& context, Prepared& prepared)
     print_error(context, error.message);
     return exit_status_of(error);
   }
+  // A FILE whose bytes are not recorded: a stripped or split copy of a
+  // product stands for that product.
+  nlohmann::ordered_json matched = nlohmann::ordered_json::array();
+  for (auto [argument, key] : {std::pair{&consumer_argument, &*consumer}, std::pair{&artifact_argument, &*artifact}}) {
+    if (store::looks_like_digest_key(*argument)) {
+      continue;
+    }
+    auto log = prepared.store->read_log(*key);
+    if (!log || !log->events.empty()) {
+      continue;
+    }
+    if (auto match = match_by_build_id(*prepared.store, *argument, *key, context)) {
+      if (auto original = store::parse_digest_key(match->product.digest)) {
+        matched.push_back({{"file", absolute_path(*argument)},
+                           {"digest", key->str()},
+                           {"build_id", match->build_id},
+                           {"product", match->product.digest}});
+        *key = std::move(*original);
+      }
+    }
+  }
   std::vector<store::LogProblem> problems;
   auto chain = prepared.store->find_chain(*artifact, *consumer, problems);
   if (!chain) {
@@ -163,6 +184,9 @@ run(const Args& args, Context& context, Prepared& prepared)
     out["consumer"] = consumer->str();
     out["artifact"] = artifact->str();
     out["depends"] = depends;
+    if (!matched.empty()) {
+      out["matched_by_build_id"] = matched;
+    }
     out["chain"] = nlohmann::ordered_json::array();
     for (const auto& event : *chain) {
       out["chain"].push_back(edge_json(event));

@@ -463,6 +463,8 @@ load_target_settings(const std::string& dir, const std::string& target, const st
         candidate.produces.push_back(line.substr(9));
       } else if (line.starts_with("interface=") && line.size() > 10) {
         candidate.interface.push_back(line.substr(10));
+      } else if (line.starts_with("config=")) {
+        candidate.config = line.substr(7);
       }
     }
     if (util::absolute_path(file_output) == output) {

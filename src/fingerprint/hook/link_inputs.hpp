@@ -73,6 +73,7 @@ struct TargetSettings
   std::vector<std::string> consumes;
   std::vector<std::string> produces;
   std::vector<std::string> interface; // a static library's link interface: the files it hands on
+  std::string config;                 // "config=": the configuration ($<CONFIG>) the file is of
 };
 
 // Reads <dir>/<target>/*.args and takes the one whose "output=" line names

@@ -1,5 +1,6 @@
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/hook/provenance.hpp>
 #include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/store/store.hpp>
@@ -124,13 +125,39 @@ record(const RecordRequest& request,
   if (spool && manifest_key) {
     manifests.emplace_back(*manifest_key, encoded_manifest);
   }
+  // The build's provenance, with the first call of the build that reaches
+  // the store or its journal (hook/provenance.hpp).
+  // Its warnings wait until the events are stored or journaled: a hook
+  // whose build tool was killed writes to a closed pipe and dies of it.
+  struct Deferred
+  {
+    const std::function<void(const std::string&)>& out;
+    std::vector<std::string> lines;
+    ~Deferred()
+    {
+      for (const auto& line : lines) {
+        if (out) {
+          out(line);
+        }
+      }
+    }
+  } deferred{on_warning, {}};
+  const std::optional<PendingProvenance> provenance =
+    pending_provenance(request, [&](const std::string& warning) { deferred.lines.push_back(warning); });
+  std::optional<store::SpooledProvenance> spooled_provenance;
+  if (provenance) {
+    spooled_provenance = store::SpooledProvenance{provenance->build, provenance->document};
+  }
   auto journal = [&](const Error& error) -> Expected<size_t> {
     if (!spool || !error.unavailable) {
       return error;
     }
-    auto spooled = spool->add(call, events, manifests);
+    auto spooled = spool->add(call, events, manifests, true, spooled_provenance);
     if (!spooled) {
       return Error{error.message + "; and the events could not be spooled: " + spooled.error().message};
+    }
+    if (provenance) {
+      mark_provenance_sent(*provenance);
     }
     if (spooled->first_of_build && on_warning) {
       on_warning(error.message + "; out of reach: " + std::to_string(events.size())
@@ -178,7 +205,10 @@ record(const RecordRequest& request,
     // journal, so that the store takes every call in the order it was made.
     // Appended directly only if it cannot be journaled.
     if (spool->has_waiting()) {
-      if (auto spooled = spool->add(call, events, manifests, false)) {
+      if (auto spooled = spool->add(call, events, manifests, false, spooled_provenance)) {
+        if (provenance) {
+          mark_provenance_sent(*provenance);
+        }
         return events.size();
       }
     }
@@ -209,6 +239,15 @@ record(const RecordRequest& request,
   }
   if (!appended) {
     return journal(appended.error());
+  }
+  if (provenance) {
+    // After the events: a build's provenance is never without its build.
+    // Not stored, it is tried again by the build's next hook.
+    if (auto put = store->put_provenance(provenance->build, provenance->document); put) {
+      mark_provenance_sent(*provenance);
+    } else if (on_warning) {
+      on_warning("build provenance not recorded: " + put.error().message);
+    }
   }
   return events.size();
 }

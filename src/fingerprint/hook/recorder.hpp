@@ -26,6 +26,7 @@ struct RecordRequest
   std::string target;
   std::string build_id;  // never empty: see build_id.hpp
   std::string build_dir; // absolute
+  std::string config;    // the build configuration ($<CONFIG>), when the hook knows it
   std::vector<std::string> produced;
   std::vector<Input> consumed;
   digest::Algorithm algorithm = digest::k_default_algorithm;

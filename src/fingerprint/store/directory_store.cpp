@@ -2,6 +2,7 @@
 #include <fingerprint/store/format.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
+#include <fingerprint/store/provenance.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
@@ -306,6 +307,25 @@ DirectoryStore::append_link(const DigestKey& log, const Event& event, Warnings* 
   return {};
 }
 
+namespace {
+
+// Links the complete file `temp` of `dir_fd` as `name` and removes `temp`:
+// a reader sees the whole file or none. False when `name` is there already
+// (another writer's copy, which is kept).
+Expected<bool>
+link_into_place(int dir_fd, const std::string& temp, const std::string& name, const std::string& full)
+{
+  const bool linked = ::linkat(dir_fd, temp.c_str(), dir_fd, name.c_str(), 0) == 0;
+  const int link_error = errno;
+  ::unlinkat(dir_fd, temp.c_str(), 0);
+  if (!linked && link_error != EEXIST) {
+    return make_error(full, util::errno_text(link_error));
+  }
+  return linked;
+}
+
+} // namespace
+
 Expected<bool>
 DirectoryStore::put_manifest(const DigestKey& key,
                              const std::string& encoded,
@@ -391,13 +411,97 @@ DirectoryStore::put_manifest(const DigestKey& key,
     }
     return true;
   }
-  const bool linked = ::linkat(dir_fd->get(), temp.c_str(), dir_fd->get(), file_name.c_str(), 0) == 0;
-  const int link_error = errno;
-  ::unlinkat(dir_fd->get(), temp.c_str(), 0);
-  if (!linked && link_error != EEXIST) {
-    return make_error(m_root + "/" + relative, util::errno_text(link_error));
+  return link_into_place(dir_fd->get(), temp, file_name, m_root + "/" + relative);
+}
+
+Expected<bool>
+DirectoryStore::put_provenance(const BuildRef& build, const std::string& document) const
+{
+  if (!m_root_fd) {
+    return make_error(m_root, "store not opened for writing");
   }
-  return linked;
+  const std::string relative = layout::build_provenance(build);
+  const std::string full = m_root + "/" + relative;
+  if (auto checked = parse_provenance(document, build, full); !checked) {
+    return checked.error();
+  }
+  const auto [dir, name] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, true);
+  if (!dir_fd) {
+    return make_error(full, dir_fd.error().message);
+  }
+  const std::string file_name(name);
+  struct stat st
+  {};
+  if (::fstatat(dir_fd->get(), file_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    return false;
+  }
+  const std::string temp = layout::temp_name(file_name, layout::TempTag::create);
+  Fd fd(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!fd) {
+    return make_error(full, util::errno_text(errno));
+  }
+  auto written = util::write_all(fd.get(), document);
+  fd.reset();
+  if (!written) {
+    ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+    return make_error(full, written.error().message);
+  }
+  return link_into_place(dir_fd->get(), temp, file_name, full);
+}
+
+Expected<std::optional<std::string>>
+DirectoryStore::read_provenance(const BuildRef& build) const
+{
+  if (!m_root_fd) {
+    return std::optional<std::string>();
+  }
+  const std::string relative = layout::build_provenance(build);
+  const std::string full = m_root + "/" + relative;
+  auto fd = open_below(m_root_fd.get(), relative, O_RDONLY | O_NONBLOCK, false);
+  if (!fd) {
+    return make_error(full, fd.error().message);
+  }
+  if (!fd->valid()) {
+    return std::optional<std::string>();
+  }
+  struct stat st
+  {};
+  if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return make_error(full, "not a regular file");
+  }
+  auto bytes = util::read_all(fd->get());
+  if (!bytes) {
+    return make_error(full, bytes.error().message);
+  }
+  if (auto checked = parse_provenance(*bytes, build, full); !checked) {
+    return checked.error();
+  }
+  return std::optional<std::string>(std::move(*bytes));
+}
+
+Expected<bool>
+DirectoryStore::remove_provenance(const BuildRef& build, bool dry_run) const
+{
+  if (!m_root_fd) {
+    return false;
+  }
+  const std::string relative = layout::build_provenance(build);
+  const auto [dir, name] = util::split_last(relative);
+  auto dir_fd = util::open_directory_beneath(m_root_fd.get(), dir, false);
+  if (!dir_fd || !dir_fd->valid()) {
+    return false;
+  }
+  const std::string file_name(name);
+  struct stat st
+  {};
+  if (::fstatat(dir_fd->get(), file_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return false;
+  }
+  if (!dry_run && ::unlinkat(dir_fd->get(), file_name.c_str(), 0) != 0 && errno != ENOENT) {
+    return make_error(m_root + "/" + relative, util::errno_text(errno));
+  }
+  return true;
 }
 
 Expected<std::optional<Manifest>>

@@ -5,6 +5,7 @@
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/manifest.hpp>
+#include <fingerprint/store/provenance.hpp>
 #include <fingerprint/store/time_check.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
@@ -739,6 +740,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
           ++report.reverse_indexes;
           reverse_files[file.key.str()] = i;
           break;
+        case FileKind::provenance:
         case FileKind::stray:
           break;
       }
@@ -756,6 +758,11 @@ DirectoryStore::fsck(const FsckOptions& options) const
       if (!fd || !text) {
         report.findings.push_back(
           {file.relative, 0, fd ? text.error().message : fd.error().message, FsckKind::damage, {}});
+      } else if (file.kind == FileKind::provenance) {
+        // Write-once and whole, as a manifest is; nothing else holds a copy.
+        if (auto document = parse_provenance(*text, file.build, file.relative); !document) {
+          report.findings.push_back({file.relative, 0, document.error().message, FsckKind::damage, {}});
+        }
       } else if (file.kind == FileKind::manifest) {
         // Write-once and whole (linked into place complete): an empty one
         // is damage like any other that does not decode.
@@ -1125,7 +1132,8 @@ DirectoryStore::fsck(const FsckOptions& options) const
     };
     std::string repair;
     const bool sound = file->kind == FileKind::manifest && sound_manifests.contains(file->key.str());
-    if (file->kind == FileKind::stray || (file->kind == FileKind::manifest && (!sound || orphaned.contains(index)))) {
+    if (file->kind == FileKind::stray || file->kind == FileKind::provenance
+        || (file->kind == FileKind::manifest && (!sound || orphaned.contains(index)))) {
       auto moved = move_aside(root_fd, file->relative, quarantined_as);
       if (!moved) {
         not_repaired(moved.error().message);

@@ -434,6 +434,14 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
       result.failures.push_back(removed.error().message);
     } else {
       (removed->removed ? result.indexes.removed : result.indexes.rewritten) += 1;
+      // A build with no event left has no use for its provenance.
+      if (removed->removed) {
+        if (auto gone = store.remove_provenance({project, build}, dry_run); !gone) {
+          result.failures.push_back(gone.error().message);
+        } else if (*gone) {
+          ++result.provenance_removed;
+        }
+      }
     }
   }
 

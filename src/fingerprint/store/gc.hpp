@@ -89,6 +89,7 @@ struct GcResult
   Files manifests;
   Files reverse_indexes;
   size_t events_dropped = 0;
+  size_t provenance_removed = 0;     // builds' provenance, once none of their events is left
   std::vector<std::string> failures; // gc went on past each
 };
 

@@ -189,6 +189,17 @@ public:
       Fd project_fd;
       for (const Listed& file : list(builds_fd.get(), project.name, project_dir, project_fd)) {
         const std::string relative = project_dir + "/" + file.name;
+        if (file.name.size() > k_provenance_suffix.size() && file.name.ends_with(k_provenance_suffix)
+            && file.type == DT_REG) {
+          Entry entry;
+          entry.relative = relative;
+          entry.kind = Entry::Kind::provenance;
+          entry.build = BuildRef{
+            decode_component(project.name),
+            decode_component(std::string_view(file.name).substr(0, file.name.size() - k_provenance_suffix.size()))};
+          m_out.entries.push_back(std::move(entry));
+          continue;
+        }
         if (file.name.size() > k_log_suffix.size() && file.name.ends_with(k_log_suffix)) {
           BuildRef build{
             decode_component(project.name),
@@ -273,6 +284,18 @@ build_index(const BuildRef& build)
   result += '/';
   result += encode_component(build.build);
   result += k_log_suffix;
+  return result;
+}
+
+std::string
+build_provenance(const BuildRef& build)
+{
+  std::string result(k_builds);
+  result += '/';
+  result += encode_component(build.project);
+  result += '/';
+  result += encode_component(build.build);
+  result += k_provenance_suffix;
   return result;
 }
 

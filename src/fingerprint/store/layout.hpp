@@ -7,6 +7,7 @@
 //   <store>/fingerprint-store.json
 //   <store>/objects/<algorithm>/<2 hex>/<hex>.jsonl   an artifact's log
 //   <store>/builds/<project>/<build>.jsonl            a build's index
+//   <store>/builds/<project>/<build>.provenance.json  its provenance (provenance.hpp), written once
 //   <store>/manifests/<algorithm>/<2 hex>/<hex>        an input manifest (manifest.hpp)
 //   <store>/inputs/<algorithm>/<2 hex>/<hex>           the manifests that list an input
 //   <store>/quarantine/<run>/...                      what fsck --repair set aside
@@ -32,6 +33,7 @@ inline constexpr std::string_view k_quarantine = "quarantine";
 // fsck --repair exclusively while it mends one-sided events.
 inline constexpr std::string_view k_change_lock = "change.lock";
 inline constexpr std::string_view k_log_suffix = ".jsonl";
+inline constexpr std::string_view k_provenance_suffix = ".provenance.json";
 
 // objects/<algorithm>/<first 2 hex>/<hex>.jsonl
 std::string artifact_log(const DigestKey& key);
@@ -44,6 +46,8 @@ std::string reverse_index(const DigestKey& key);
 
 // builds/<project>/<build>.jsonl, each name encoded as one component.
 std::string build_index(const BuildRef& build);
+// builds/<project>/<build>.provenance.json
+std::string build_provenance(const BuildRef& build);
 
 // A project name or build id as one path component: bytes outside
 // [A-Za-z0-9._+-] (and a leading '.') become %XX; "" becomes "%".
@@ -77,12 +81,13 @@ struct Entry
     build_index,
     manifest,      // manifests/<algorithm>/<2 hex>/<hex>
     reverse_index, // inputs/<algorithm>/<2 hex>/<hex>
+    provenance,    // builds/<project>/<build>.provenance.json
     stray,         // not a log: a leftover temporary file, a symbolic link, ...
   };
   std::string relative; // below the root
   Kind kind = Kind::stray;
   DigestKey key;  // artifact_log, manifest, reverse_index (the input's)
-  BuildRef build; // build_index, decoded
+  BuildRef build; // build_index, provenance, decoded
   std::string why_stray;
   bool leftover = false; // a stray that is an interrupted writer's temporary file
   // A stray named like a log (a symbolic link, a directory): listing still

@@ -281,6 +281,20 @@ read_directory(const DirectoryStore& source, const std::function<void(size_t, si
     return indexes.error();
   }
   migration.build_indexes = std::move(*indexes);
+  auto builds = source.list_builds();
+  if (!builds) {
+    return builds.error();
+  }
+  for (const BuildRef& build : *builds) {
+    auto document = source.read_provenance(build);
+    if (!document) {
+      return Error{document.error().message + ": nothing was copied (run: fingerprint --store " + source.root()
+                   + " fsck)"};
+    }
+    if (*document) {
+      migration.provenance.emplace_back(build, std::move(**document));
+    }
+  }
   return migration;
 }
 
@@ -301,6 +315,14 @@ migrate(const DirectoryStore& source, const Store& target, const std::function<v
   });
   if (!report) {
     return report.error();
+  }
+  // Write-once and named by their build: one put again is one already there.
+  for (const auto& [build, document] : migration->provenance) {
+    auto put = target.put_provenance(build, document);
+    if (!put) {
+      return Error{put.error().message + " (the events were copied; run migrate again)"};
+    }
+    ++(*put ? report->provenance_copied : report->provenance_present);
   }
   report->logs = migration->logs_read;
   report->events_read = 0; // each event once: a manifest's log holds copies

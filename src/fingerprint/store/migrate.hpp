@@ -51,8 +51,9 @@ struct Migration
 {
   std::vector<MigrateManifest> manifests; // written before the events that name them
   std::vector<MigrateLog> logs;
-  size_t logs_read = 0;                                // manifests' logs included
-  std::vector<std::vector<std::string>> build_indexes; // each build index's lines, in its order
+  size_t logs_read = 0;                                     // manifests' logs included
+  std::vector<std::vector<std::string>> build_indexes;      // each build index's lines, in its order
+  std::vector<std::pair<BuildRef, std::string>> provenance; // builds' provenance documents, checked
 };
 
 // Copies every input manifest and artifact log of `source` into `target`,

@@ -2,6 +2,7 @@
 #include <fingerprint/digest/hasher.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/manifest.hpp>
+#include <fingerprint/store/provenance.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
@@ -249,6 +250,7 @@ struct EntryManifest
 struct Entry
 {
   std::string call;
+  std::optional<SpooledProvenance> provenance;
   std::vector<EntryManifest> manifests;
   std::vector<Event> events;
 };
@@ -365,6 +367,18 @@ read_entry(int calls_fd, const std::string& path, const std::string& name)
         expected = header["events"].get<size_t>();
         if (format == k_spool_format_manifests) {
           manifests = header["manifests"].get<size_t>();
+        }
+        if (const auto it = header.find("provenance"); it != header.end()) {
+          if (!it->is_object() || !it->contains("project") || !(*it)["project"].is_string() || !it->contains("build")
+              || !(*it)["build"].is_string() || !it->contains("document") || !(*it)["document"].is_string()) {
+            return make_error(file + ":1", "the header's \"provenance\" is not {project, build, document}");
+          }
+          SpooledProvenance provenance{{(*it)["project"].get<std::string>(), (*it)["build"].get<std::string>()},
+                                       (*it)["document"].get<std::string>()};
+          if (auto checked = parse_provenance(provenance.document, provenance.build, file + ":1"); !checked) {
+            return checked.error();
+          }
+          entry.provenance = std::move(provenance);
         }
       } catch (const nlohmann::json::exception& error) {
         return make_error(file + ":1", error.what());
@@ -551,7 +565,8 @@ Expected<Spooled>
 Spool::add(const std::string& call,
            const std::vector<Event>& events,
            const std::vector<SpooledManifest>& manifests,
-           bool mark_build) const
+           bool mark_build,
+           const std::optional<SpooledProvenance>& provenance) const
 {
   if (events.empty()) {
     return Error{"nothing to spool"};
@@ -562,6 +577,13 @@ Spool::add(const std::string& call,
                         {"events", events.size()}};
   if (!manifests.empty()) {
     header["manifests"] = manifests.size();
+  }
+  if (provenance) {
+    if (auto checked = parse_provenance(provenance->document, provenance->build, m_directory); !checked) {
+      return checked.error();
+    }
+    header["provenance"] = {
+      {"project", provenance->build.project}, {"build", provenance->build.build}, {"document", provenance->document}};
   }
   std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   for (const auto& [key, encoded] : manifests) {
@@ -753,7 +775,16 @@ Spool::deliver(const Store& store,
       // one, and the store keeps it once.
       size_t manifests_new = 0;
       Expected<bool> appended = true;
+      if (entry->provenance) {
+        // Written once: put again after a deliverer died, it is there already.
+        if (auto put = store.put_provenance(entry->provenance->build, entry->provenance->document); !put) {
+          appended = put.error();
+        }
+      }
       for (const EntryManifest& manifest : entry->manifests) {
+        if (!appended) {
+          break;
+        }
         auto put = store.put_manifest(manifest.key, manifest.encoded, manifest.manifest);
         if (!put) {
           appended = put.error();

@@ -9,8 +9,10 @@
 //     url                      the database's URL, its password masked (for people and `sync`)
 //     lock                     flock()ed by whoever delivers; never unlinked
 //     sequence                 the last entry's number, flock()ed while an entry is added
-//     calls/<seq>-<call>.jsonl   one record call: a header line, its input manifests (one line each,
-//                              their bytes in hex), then its events as a store writes them
+//     calls/<seq>-<call>.jsonl   one record call: a header line (with its build's provenance,
+//                              store/provenance.hpp, when the call carries it), its input
+//                              manifests (one line each, their bytes in hex), then its events
+//                              as a store writes them
 //     warned/<digest>          one per build that was told it spooled (a warning per build, not per target)
 //     refused/                 calls the database refused outright, set aside (never deleted;
 //                              `sync --retry-refused` puts them back)
@@ -93,6 +95,14 @@ struct DeliveryReport
 // bytes (store/manifest.hpp).
 using SpooledManifest = std::pair<DigestKey, std::string>;
 
+// A build's provenance document that goes with a call (its header's
+// "provenance"), put before the call's manifests and events on delivery.
+struct SpooledProvenance
+{
+  BuildRef build;
+  std::string document;
+};
+
 // What Spool::add did.
 struct Spooled
 {
@@ -134,7 +144,8 @@ public:
   Expected<Spooled> add(const std::string& call,
                         const std::vector<Event>& events,
                         const std::vector<SpooledManifest>& manifests,
-                        bool mark_build = true) const;
+                        bool mark_build = true,
+                        const std::optional<SpooledProvenance>& provenance = std::nullopt) const;
 
   // Counts what waits (reads every entry).
   SpoolContents contents() const;

@@ -65,6 +65,24 @@ Store::read_manifest(const DigestKey&) const
   return std::optional<Manifest>();
 }
 
+Expected<bool>
+Store::put_provenance(const BuildRef&, const std::string&) const
+{
+  return Error{location() + ": this store keeps no build provenance"};
+}
+
+Expected<std::optional<std::string>>
+Store::read_provenance(const BuildRef&) const
+{
+  return std::optional<std::string>();
+}
+
+Expected<bool>
+Store::remove_provenance(const BuildRef&, bool) const
+{
+  return false;
+}
+
 Expected<std::vector<DigestKey>>
 Store::find_by_prefix(digest::Algorithm /*algorithm*/, std::string_view /*prefix*/, size_t /*limit*/) const
 {

@@ -105,12 +105,14 @@ struct ConsumerHit
 // What `migrate` did.
 struct MigrateReport
 {
-  size_t logs = 0;              // artifact logs read from the directory
-  size_t events_read = 0;       // events in them
-  size_t events_copied = 0;     // events written
-  size_t events_present = 0;    // already there (a second run copies none)
-  size_t manifests_copied = 0;  // input manifests written
-  size_t manifests_present = 0; // already there
+  size_t logs = 0;               // artifact logs read from the directory
+  size_t events_read = 0;        // events in them
+  size_t events_copied = 0;      // events written
+  size_t events_present = 0;     // already there (a second run copies none)
+  size_t manifests_copied = 0;   // input manifests written
+  size_t manifests_present = 0;  // already there
+  size_t provenance_copied = 0;  // builds' provenance documents written
+  size_t provenance_present = 0; // already there
 };
 
 struct Migration;      // what migrate() read from a directory store (migrate.hpp)
@@ -198,6 +200,20 @@ public:
   // One artifact's log as the directory store writes it (one JSON line per
   // event), for byte-level checks; empty when absent.
   virtual Expected<std::string> read_raw_log(const DigestKey& key) const = 0;
+
+  // Stores build `build`'s provenance (provenance.hpp), `document` its
+  // JSON text, unless the store has one for that build already: a build's
+  // provenance is written once. Returns whether it was new. A store that
+  // keeps none refuses.
+  virtual Expected<bool> put_provenance(const BuildRef& build, const std::string& document) const;
+
+  // Build `build`'s provenance document as stored, checked
+  // (parse_provenance); nullopt when the store has none.
+  virtual Expected<std::optional<std::string>> read_provenance(const BuildRef& build) const;
+
+  // Removes build `build`'s provenance, once gc has removed the last of its
+  // events; with `dry_run`, only says whether there is one.
+  virtual Expected<bool> remove_provenance(const BuildRef& build, bool dry_run) const;
 
   // The builds in the build index, sorted by project and build id.
   virtual Expected<std::vector<BuildRef>> list_builds() const = 0;

@@ -1,0 +1,117 @@
+#include <fingerprint/postgresql/postgres_store.hpp>
+#include <fingerprint/postgresql/schema.hpp>
+#include <fingerprint/postgresql/session.hpp>
+#include <fingerprint/store/provenance.hpp>
+
+// Builds' provenance in the database: one row per build in
+// fingerprint_provenance, made by the first put_provenance that misses it.
+// Not a schema step, as fingerprint_calls is not: older runners never read
+// it, and raising the schema version would lock them out.
+
+namespace fingerprint::store {
+
+using postgresql::Session;
+
+namespace {
+
+constexpr const char* k_undefined_table = "42P01";
+
+constexpr const char* k_provenance_table = R"sql(
+CREATE TABLE IF NOT EXISTS fingerprint_provenance (
+  project text COLLATE "C" NOT NULL,
+  build text COLLATE "C" NOT NULL,
+  document text NOT NULL, -- the JSON text as the recording hook wrote it
+  recorded timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (project, build)
+);
+)sql";
+
+std::string
+what_of(const BuildRef& build)
+{
+  return "the provenance of " + build.project + " " + build.build;
+}
+
+} // namespace
+
+Expected<bool>
+PostgresStore::put_provenance(const BuildRef& build, const std::string& document) const
+{
+  if (!m_has_schema) {
+    return Error{m_location + ": store not opened for writing"};
+  }
+  const std::string what = "storing " + what_of(build);
+  if (auto checked = parse_provenance(document, build, m_location + ": " + what_of(build)); !checked) {
+    return checked.error();
+  }
+  const Session session(m_connection->conn, m_location);
+  const char* sql = "INSERT INTO fingerprint_provenance (project, build, document) VALUES ($1, $2, $3) "
+                    "ON CONFLICT DO NOTHING";
+  auto inserted = session.run(what, sql, {build.project, build.build, document});
+  if (!inserted && session.last_state() == k_undefined_table) {
+    auto made = session.transaction("creating fingerprint_provenance", [&]() -> Expected<bool> {
+      if (auto locked = session.run("creating fingerprint_provenance", postgresql::k_schema_lock); !locked) {
+        return locked.error();
+      }
+      if (auto created = session.run("creating fingerprint_provenance", k_provenance_table); !created) {
+        return created.error();
+      }
+      return true;
+    });
+    if (!made) {
+      return made.error();
+    }
+    inserted = session.run(what, sql, {build.project, build.build, document});
+  }
+  if (!inserted) {
+    return inserted.error();
+  }
+  return std::string_view(PQcmdTuples(inserted->get())) != "0";
+}
+
+Expected<std::optional<std::string>>
+PostgresStore::read_provenance(const BuildRef& build) const
+{
+  if (!m_has_schema) {
+    return std::optional<std::string>();
+  }
+  const Session session(m_connection->conn, m_location);
+  auto result = session.run("reading " + what_of(build),
+                            "SELECT document FROM fingerprint_provenance WHERE project = $1 AND build = $2",
+                            {build.project, build.build});
+  if (!result) {
+    if (session.last_state() == k_undefined_table) {
+      return std::optional<std::string>();
+    }
+    return result.error();
+  }
+  if (PQntuples(result->get()) == 0) {
+    return std::optional<std::string>();
+  }
+  std::string document = PQgetvalue(result->get(), 0, 0);
+  if (auto checked = parse_provenance(document, build, m_location + ": " + what_of(build)); !checked) {
+    return checked.error();
+  }
+  return std::optional<std::string>(std::move(document));
+}
+
+Expected<bool>
+PostgresStore::remove_provenance(const BuildRef& build, bool dry_run) const
+{
+  if (!m_has_schema) {
+    return false;
+  }
+  const Session session(m_connection->conn, m_location);
+  const char* sql = dry_run ? "SELECT 1 FROM fingerprint_provenance WHERE project = $1 AND build = $2"
+                            : "DELETE FROM fingerprint_provenance WHERE project = $1 AND build = $2";
+  auto result = session.run("removing " + what_of(build), sql, {build.project, build.build});
+  if (!result) {
+    if (session.last_state() == k_undefined_table) {
+      return false;
+    }
+    return result.error();
+  }
+  return dry_run ? PQntuples(result->get()) > 0 : std::string_view(PQcmdTuples(result->get())) != "0";
+}
+
+} // namespace fingerprint::store
