@@ -48,9 +48,12 @@ Cache variables:
   and, through every hook's command line, in ``ps``. The cache entry is then
   masked; give the URL without the password, and the password to libpq in
   ``~/.pgpass``, the file ``PGPASSFILE`` names, or the service ``PGSERVICE``
-  names. Empty (the default): the runner's own default, ``$FINGERPRINT_DIR``
-  at build time (not read at configure time, and never written into the
-  build files) or ``${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint``.
+  names. A relative directory is taken from the directory cmake runs in (as
+  CMake takes a relative ``PATH`` given with ``-D``) and kept absolute. Empty,
+  and ``FINGERPRINT_DIR`` set in the environment at configure time: that one,
+  kept in the cache, so that the build writes where configure said. Empty
+  (the default) otherwise: the runner's own default at build time,
+  ``${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint``.
 
 ``FINGERPRINT_AUTO``
   ``ON`` (default): fingerprint every buildable target. ``OFF``: only those
@@ -128,6 +131,7 @@ include_guard(GLOBAL)
 # STRING, not PATH: CMake would turn a postgresql:// URL into a path.
 set(FINGERPRINT_DIR "" CACHE STRING "The fingerprint store: a directory or postgresql:// URL (empty: the runner's default)")
 include("${CMAKE_CURRENT_LIST_DIR}/Fingerprint/store_url.cmake")
+_fingerprint_settle_store()
 # Now, before the project's own checks run: the store is used only at the
 # end (_fingerprint_finalize, which checks again what the project set since).
 _fingerprint_refuse_password()

@@ -486,7 +486,7 @@ function(_fingerprint_finalize)
   # Refused above; masked all the same, by the same reading of the URL.
   _fingerprint_url_password("${FINGERPRINT_DIR}" found store without)
   if(NOT store)
-    set(store "the default store")
+    set(store "the default store (\${XDG_DATA_HOME:-\$HOME/.local/share}/fingerprint of whoever builds)")
   endif()
   message(STATUS "Fingerprinting ${count} targets into ${store} with ${runner}")
 

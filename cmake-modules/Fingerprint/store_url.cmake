@@ -183,3 +183,38 @@ function(_fingerprint_refuse_password)
       "or by ?service=<service> in the URL.")
   endif()
 endfunction()
+
+# The store as configure names it and the build uses it: a relative
+# FINGERPRINT_DIR made absolute against the directory cmake runs in (as
+# CMake makes a relative PATH given with -D; the source directory would put
+# `-DFINGERPRINT_DIR=relstore` inside the source tree, the build directory
+# inside the build tree), and FINGERPRINT_DIR of the environment kept in the
+# cache when the cache names none, so that a build run without it in the
+# environment still writes where configure said. A URL is kept as it is;
+# _fingerprint_refuse_password looks at it next.
+function(_fingerprint_settle_store)
+  set(dir "${FINGERPRINT_DIR}")
+  set(from_environment FALSE)
+  if(dir STREQUAL "" AND NOT "$ENV{FINGERPRINT_DIR}" STREQUAL "")
+    set(dir "$ENV{FINGERPRINT_DIR}")
+    set(from_environment TRUE)
+  endif()
+  if(dir STREQUAL "")
+    return()
+  endif()
+  if(NOT dir MATCHES "^postgres(ql)?://" AND NOT IS_ABSOLUTE "${dir}")
+    # execute_process runs in cmake's own working directory.
+    execute_process(COMMAND pwd OUTPUT_VARIABLE cwd OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE failed)
+    if(failed OR cwd STREQUAL "")
+      set(cwd "$ENV{PWD}")
+    endif()
+    cmake_path(ABSOLUTE_PATH dir BASE_DIRECTORY "${cwd}" NORMALIZE)
+    string(REGEX REPLACE "(.)/$" "\\1" dir "${dir}")
+  endif()
+  if(from_environment OR NOT dir STREQUAL "${FINGERPRINT_DIR}")
+    if(from_environment AND NOT dir MATCHES "^postgres(ql)?://")
+      message(STATUS "Fingerprint store from the environment's FINGERPRINT_DIR, kept in the cache: ${dir}")
+    endif()
+    set_property(CACHE FINGERPRINT_DIR PROPERTY VALUE "${dir}")
+  endif()
+endfunction()

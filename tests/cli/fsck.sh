@@ -6,7 +6,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
 run "$FP" --store "$T/none" fsck
-expect_rc 0 "fsck of a store that does not exist yet passes"
+expect_rc 1 "fsck of a store that does not exist is an error, not a pass"
+expect_in err "$T/none: no fingerprint store there" "naming the path"
 expect_no_file "$T/none" "fsck does not create the store"
 
 mkdir files

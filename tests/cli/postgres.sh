@@ -155,7 +155,7 @@ run "$FP" migrate --from "$DIR" --to "$A" --json
 expect_rc 0 "migrate --from DIR --to URL"
 cp "$T/out" migrate1.json
 expect_json_each migrate1.json <<EOF
-migrate --json has from, to, logs, events_read, events_copied, events_present, manifests_copied, manifests_present :: sorted(d) == sorted(['from', 'to', 'logs', 'events_read', 'events_copied', 'events_present', 'manifests_copied', 'manifests_present'])
+migrate --json has from, to, logs, events_read, events_copied, events_present, manifests_copied, manifests_present, provenance_copied, provenance_present :: sorted(d) == sorted(['from', 'to', 'logs', 'events_read', 'events_copied', 'events_present', 'manifests_copied', 'manifests_present', 'provenance_copied', 'provenance_present'])
 it copied every input manifest :: d['manifests_copied'] == $manifests_in_dir and d['manifests_present'] == 0
 it read every log :: d['logs'] == $logs_in_dir
 it read every event :: d['events_read'] == $events_in_dir
@@ -694,8 +694,9 @@ expect_eq "$(sql "$P" "SELECT string_agg(id, ',') FROM fingerprint_calls WHERE i
   "calls: the id older than 30 days is forgotten, the younger one kept"
 
 # ---------------------------------------------------------------------------
-# f. A database never written to reads as an empty store, like a directory
-#    that does not exist, and stays untouched.
+# f. A database never written to is no store, like a directory that does
+#    not exist: every reader says so (only writers create a store), and it
+#    stays untouched.
 # ---------------------------------------------------------------------------
 G=$(new_db empty)
 expect_eq "$(tables "$G")" "" "a fresh database has no tables"
@@ -718,16 +719,16 @@ empty_answers() {
 }
 run "$FP" --store "$G" show "sha256:$absent"
 expect_rc 1 "show on a database never written to"
-expect_in err "not recorded" "says not recorded"
+expect_in err "$G: no fingerprint store there (given by --store)" "says there is no store there"
 empty_answers 1 "show" show "sha256:$absent"
 empty_answers 1 "consumers --transitive" consumers --transitive --json "sha256:$absent"
 empty_answers 1 "why" why --json "sha256:$absent" "sha256:$lib"
-empty_answers 0 "builds" builds --json
+empty_answers 1 "builds" builds --json
 empty_answers 1 "build show" build show p 1
 empty_answers 1 "export" export --format in-toto "sha256:$absent"
-empty_answers 0 "graph --format json" graph --format json
+empty_answers 1 "graph --format json" graph --format json
 empty_answers 1 "verify" verify --json bad1
-empty_answers 0 "fsck --json" fsck --json
+empty_answers 1 "fsck --json" fsck --json
 empty_answers 1 "check" check --build-dir "$T" bad1
 expect_eq "$(tables "$G")" "" "reading created no table"
 expect_no_file "$T/no-store" "reading created no directory either"

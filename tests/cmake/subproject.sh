@@ -10,8 +10,8 @@ cache_value() {
 }
 
 configure "$HERE/projects/with_checkout" "$T/b" -DFINGERPRINT_CHECKOUT="$SRC" -DCMAKE_BUILD_TYPE=Release
-expect_in out "Fingerprinting 2 targets into the default store with $T/b/fingerprint/runner/fingerprint" \
-  "the in-tree runner is used for the project's two targets"
+expect_in out "Fingerprinting 2 targets into $FINGERPRINT_DIR with $T/b/fingerprint/runner/fingerprint" \
+  "the in-tree runner is used for the project's two targets, into the environment's store"
 expect_eq "$(cache_value "$T/b" CMAKE_BUILD_TYPE)" Release "the parent's CMAKE_BUILD_TYPE=Release is kept"
 build "$T/b" -j 2
 run "$FP" show --json "$T/b/checkout_app"

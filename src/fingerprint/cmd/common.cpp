@@ -67,6 +67,21 @@ store_path(const Args& args)
   return Error{"no store: give --store DIR or set FINGERPRINT_DIR (HOME is not set either)"};
 }
 
+std::string
+store_origin(const Args& args)
+{
+  if (args.value("store")) {
+    return "given by --store";
+  }
+  if (const char* dir = std::getenv("FINGERPRINT_DIR"); dir != nullptr && *dir != '\0') {
+    return "from $FINGERPRINT_DIR";
+  }
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
+    return "the default, $XDG_DATA_HOME/fingerprint: no --store, no $FINGERPRINT_DIR";
+  }
+  return "the default, ~/.local/share/fingerprint: no --store, no $FINGERPRINT_DIR";
+}
+
 Expected<digest::Algorithm>
 algorithm_option(const Args& args)
 {

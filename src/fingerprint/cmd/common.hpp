@@ -44,6 +44,10 @@ void report_problems(Context& context, const std::string& store_root, const std:
 // --store > $FINGERPRINT_DIR > ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint.
 Expected<std::string> store_path(const Args& args);
 
+// How store_path chose the store, for messages: "given by --store", "from
+// $FINGERPRINT_DIR", or the default.
+std::string store_origin(const Args& args);
+
 // --algorithm, validated.
 Expected<digest::Algorithm> algorithm_option(const Args& args);
 

@@ -275,6 +275,9 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
                     + " (<code>fingerprint graph --all</code> shows them).";
   std::vector<std::string> build_rows;
   for (const auto& [build, provenance] : page.provenance) {
+    if (provenance.is_null()) {
+      continue; // recorded without (by hand, or FINGERPRINT_PROVENANCE OFF)
+    }
     auto text = [&](const nlohmann::ordered_json& object, const char* key) {
       const auto it = object.is_object() ? object.find(key) : object.end();
       return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -305,12 +308,14 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
                          + td(text(provenance, "build_type"))
                          + td(text(provenance, "flags_digest").substr(0, 19), "digest") + td(ci_url) + "</tr>\n");
   }
-  tables += table("builds",
-                  "Builds",
-                  {"Project", "Build", "Commit", "Branch", "Compilers", "Build type", "Flags", "CI run"},
-                  build_rows,
-                  "Each build's provenance: the source commit it was built from, its compilers and configuration "
-                  "(<code>fingerprint build show PROJECT BUILD</code> has it all).");
+  if (!build_rows.empty()) {
+    tables += table("builds",
+                    "Builds",
+                    {"Project", "Build", "Commit", "Branch", "Compilers", "Build type", "Flags", "CI run"},
+                    build_rows,
+                    "Each build's provenance: the source commit it was built from, its compilers and configuration "
+                    "(<code>fingerprint build show PROJECT BUILD</code> has it all).");
+  }
   tables += table("artifacts",
                   "Artifacts",
                   {"Name", "Path", "Digest", "Size", "Produced by", "Consumed by"},

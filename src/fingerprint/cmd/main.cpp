@@ -147,9 +147,19 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
     print_error(context, root.error().message);
     return k_exit_usage;
   }
-  auto opened = store::open_store(*root, command.access != nullptr ? command.access(args) : store::Access::read);
+  const store::Access access = command.access != nullptr ? command.access(args) : store::Access::read;
+  auto opened = store::open_store(*root, access);
   if (!opened) {
     print_error(context, opened.error().message);
+    return k_exit_failure;
+  }
+  // Only writers create a store: a query of one that is not there would
+  // answer "nothing recorded" about the wrong place.
+  if (access != store::Access::write && !(*opened)->exists()) {
+    print_error(context,
+                (*opened)->location() + ": no fingerprint store there (" + store_origin(args)
+                  + "); nothing was ever recorded into it (builds with the CMake module and `fingerprint record` "
+                    "create it)");
     return k_exit_failure;
   }
   prepared.store = std::move(*opened);

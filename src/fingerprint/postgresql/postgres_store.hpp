@@ -47,6 +47,11 @@ public:
   static std::string mask_password(std::string_view url);
 
   const std::string& location() const override;
+  bool
+  exists() const override
+  {
+    return m_has_schema;
+  }
   Expected<void> append(const std::vector<Event>& events, Warnings* warnings = nullptr) const override;
   Expected<bool> append_call(const std::string& call,
                              const std::vector<Event>& events,

@@ -55,7 +55,7 @@ public:
     return m_root;
   }
   bool
-  exists() const
+  exists() const override
   {
     return m_root_fd.valid();
   }

@@ -3,6 +3,7 @@
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/time_check.hpp>
+#include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
@@ -405,6 +406,16 @@ apply_gc(const Store& store, const GcPlan& plan, bool dry_run, const GcProgress&
     if (!removed && removed.error().message.ends_with("no such log")) {
       // Gone already: an interrupted gc removed it before its indexes.
       removed = CompactionResult{0, 0, true};
+    }
+    if (!removed && removed.error().message.ends_with(util::errno_text(EACCES))) {
+      // Every other log would say the same: said once, and nothing more is
+      // tried (each build whose logs were not all done keeps its index).
+      result.failures.push_back(removed.error().message
+                                + " (this user may read the store but not change it: run gc as its owner)");
+      for (const auto& [other, other_builds] : logs) {
+        unfinished.insert(other_builds.begin(), other_builds.end());
+      }
+      break;
     }
     if (!removed) {
       result.failures.push_back(removed.error().message);

@@ -320,8 +320,9 @@ replace_locked(int root_fd,
   const std::string name(name_view);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     // Read-write: on NFS flock() is emulated with byte-range locks, and an
-    // exclusive one needs a descriptor open for writing.
-    Fd fd(::openat(dir_fd->get(), name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    // exclusive one needs a descriptor open for writing. Without the lock
+    // (a dry run), read only: a store this user may only read is counted too.
+    Fd fd(::openat(dir_fd->get(), name.c_str(), (take_lock ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (!fd) {
       return make_error(display, errno == ENOENT ? "no such log" : util::errno_text(errno));
     }

@@ -132,6 +132,15 @@ public:
   // its password masked.
   virtual const std::string& location() const = 0;
 
+  // Whether anything was ever recorded there: a directory that exists, a
+  // database with the store's tables. Only writers create a store; a
+  // reader of one that does not exist is told so (cmd/main.cpp).
+  virtual bool
+  exists() const
+  {
+    return true;
+  }
+
   // Warnings about a log's health met while appending (a torn or
   // unreadable last line): the append went ahead regardless.
   using Warnings = std::vector<std::string>;
