@@ -22,6 +22,7 @@ constexpr OptionSpec k_builds_options[] = {
 
 constexpr OptionSpec k_build_options[] = {
   {"json", OptionKind::flag, {}, "print one JSON object"},
+  k_trusted_keys_option,
 };
 
 // One build as its index tells it.
@@ -238,7 +239,7 @@ run_build(const Args& args, Context& context, Prepared& prepared)
         continue;
       }
       // A human reads the first 12 hex digits; --json has them all.
-      rows.push_back({event.target, event.digest.substr(0, 19), display_path(event.path)});
+      rows.push_back({event.target + signature_mark(event), event.digest.substr(0, 19), display_path(event.path)});
       if (with_product) {
         rows.back().insert(rows.back().begin() + 1, query::role_of(event));
         auto product = product_paths.find(event.product);

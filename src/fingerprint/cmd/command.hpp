@@ -88,6 +88,7 @@ int fingerprint_main(int argc, const char* const* argv);
 
 // Each subcommand, one file each.
 extern const Command k_digest_command;
+extern const Command k_key_command;
 extern const Command k_record_command;
 extern const Command k_show_command;
 extern const Command k_consumers_command;

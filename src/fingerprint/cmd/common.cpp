@@ -1,9 +1,13 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/digest/signing.hpp>
 #include <fingerprint/query/index.hpp>
 #include <fingerprint/query/inputs.hpp>
+#include <fingerprint/store/signature.hpp>
 #include <fingerprint/util/elf.hpp>
+#include <fingerprint/util/fd.hpp>
+#include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <cstdlib>
@@ -402,12 +406,101 @@ event_json(const store::Event& event)
 nlohmann::ordered_json
 edge_json(const store::Event& event)
 {
+  nlohmann::ordered_json object;
   if (event.event != store::EventKind::consumed || !event.role.empty()) {
-    return event_json(event);
+    object = event_json(event);
+  } else {
+    store::Event with_role = event;
+    with_role.role = query::role_of(event);
+    object = event_json(with_role);
   }
-  store::Event with_role = event;
-  with_role.role = query::role_of(event);
-  return event_json(with_role);
+  object["signature"] = signature_json(event);
+  return object;
+}
+
+namespace {
+
+std::string g_trusted_keys_dir; // --trusted-keys, when given
+
+} // namespace
+
+void
+use_trusted_keys(const Args& args)
+{
+  if (auto dir = args.value("trusted-keys")) {
+    g_trusted_keys_dir = *dir;
+  }
+}
+
+const TrustedKeys&
+trusted_keys()
+{
+  static const TrustedKeys keys = [] {
+    TrustedKeys found;
+    std::string dir = g_trusted_keys_dir;
+    if (dir.empty()) {
+      if (const char* env = std::getenv("FINGERPRINT_TRUSTED_KEYS"); env != nullptr && *env != '\0') {
+        dir = env;
+      } else if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
+        dir = std::string(xdg) + "/fingerprint/trusted-keys";
+      } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+        dir = std::string(home) + "/.config/fingerprint/trusted-keys";
+      }
+    }
+    found.directory = dir;
+    for (const auto& name : dir.empty() ? std::vector<std::string>() : util::sorted_entries(dir)) {
+      const std::string path = dir + "/" + name;
+      auto text = util::read_regular_file(path);
+      if (!text) {
+        continue;
+      }
+      if (auto raw = digest::public_key_from_pem(*text, path)) {
+        found.keys.insert(*raw);
+      } else {
+        found.problems.push_back(raw.error().message);
+      }
+    }
+    return found;
+  }();
+  return keys;
+}
+
+std::string_view
+signature_status(const store::Event& event)
+{
+  const store::SignatureCheck check = store::check_signature(event);
+  switch (check.state) {
+    case store::SignatureCheck::State::none:
+      return "unsigned";
+    case store::SignatureCheck::State::invalid:
+      return "invalid";
+    case store::SignatureCheck::State::valid:
+      break;
+  }
+  return trusted_keys().keys.contains(check.signer) ? "valid" : "untrusted";
+}
+
+nlohmann::ordered_json
+signature_json(const store::Event& event)
+{
+  const store::SignatureCheck check = store::check_signature(event);
+  nlohmann::ordered_json object;
+  object["status"] = signature_status(event);
+  if (!check.signer.empty()) {
+    object["key"] = digest::key_id(check.signer);
+  }
+  return object;
+}
+
+std::string
+signature_mark(const store::Event& event)
+{
+  const std::string_view status = signature_status(event);
+  // Unsigned is the norm where nobody signs: marked once a key is trusted.
+  if (status == "valid" || (status == "unsigned" && trusted_keys().keys.empty())) {
+    return {};
+  }
+  return " [" + std::string(status) + "]";
 }
 
 Expected<std::set<std::string>>

@@ -129,6 +129,33 @@ nlohmann::ordered_json event_json(const store::Event& event);
 // "What a target consumed").
 nlohmann::ordered_json edge_json(const store::Event& event);
 
+// Signed records (README, "Signed records"). The trusted public keys:
+// --trusted-keys DIR (use_trusted_keys), else $FINGERPRINT_TRUSTED_KEYS,
+// else ${XDG_CONFIG_HOME:-~/.config}/fingerprint/trusted-keys; PEM files,
+// never read from the store. Read once.
+inline constexpr OptionSpec k_trusted_keys_option{"trusted-keys",
+                                                  OptionKind::value,
+                                                  "DIR",
+                                                  "the PEM public keys whose signatures are trusted"};
+struct TrustedKeys
+{
+  std::string directory;
+  std::set<std::string> keys; // raw public bytes
+  std::vector<std::string> problems;
+};
+void use_trusted_keys(const Args& args);
+const TrustedKeys& trusted_keys();
+
+// "valid" (signed by a trusted key, and unchanged since), "untrusted" (its
+// signature holds, by a key not trusted), "unsigned", or "invalid" (changed
+// since it was signed).
+std::string_view signature_status(const store::Event& event);
+// {"status": ..., "key": "<sha256 of the public key>"} (no key when unsigned).
+nlohmann::ordered_json signature_json(const store::Event& event);
+// What a table adds after an event that is not valid: " [untrusted]", ...;
+// nothing for an unsigned one while no key is trusted.
+std::string signature_mark(const store::Event& event);
+
 // --role ROLE[,ROLE...]: show and consumers keep the consumed edges of these
 // roles only. A comma list rather than a repeated option: Args takes each
 // option once.

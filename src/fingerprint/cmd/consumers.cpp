@@ -17,6 +17,7 @@ constexpr OptionSpec k_options[] = {
   {"transitive", OptionKind::flag, {}, "also who consumed the consumers' products (with their depth)"},
   k_role_option,
   {"all-versions", OptionKind::flag, {}, "the consumers of every version seen at FILE's path, oldest first"},
+  k_trusted_keys_option,
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
 };
 
@@ -166,7 +167,7 @@ run(const Args& args, Context& context, Prepared& prepared)
   for (const auto& hit : *hits) {
     const auto& event = hit.event;
     std::vector<std::string> row = {event.project,
-                                    event.target,
+                                    event.target + signature_mark(event),
                                     query::role_of(event),
                                     event.build,
                                     event.host,

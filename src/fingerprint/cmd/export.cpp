@@ -7,9 +7,11 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/cmd/sbom.hpp>
+#include <fingerprint/digest/signing.hpp>
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -25,7 +27,42 @@ constexpr OptionSpec k_options[] = {
   {"project", OptionKind::value, "P", "with --build: export that build instead of an artifact's producer"},
   {"build", OptionKind::value, "B", "the build id, with --project"},
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
+  {"sign",
+   OptionKind::flag,
+   {},
+   "in-toto: print the Statement in a DSSE envelope signed with the key $FINGERPRINT_SIGNING_KEY names"},
 };
+
+// DSSE's pre-authentication encoding of `payload` of type `type`:
+// "DSSEv1 <len(type)> <type> <len(payload)> <payload>", what its signatures are over.
+std::string
+dsse_pae(std::string_view type, std::string_view payload)
+{
+  return "DSSEv1 " + std::to_string(type.size()) + " " + std::string(type) + " " + std::to_string(payload.size()) + " "
+         + std::string(payload);
+}
+
+constexpr std::string_view k_in_toto_payload_type = "application/vnd.in-toto+json";
+
+// `statement` in a DSSE envelope, signed with the key at `key_path`.
+Expected<nlohmann::ordered_json>
+dsse_envelope(const nlohmann::ordered_json& statement, const std::string& key_path)
+{
+  auto key = digest::SigningKey::load(key_path);
+  if (!key) {
+    return Error{"$FINGERPRINT_SIGNING_KEY: " + key.error().message};
+  }
+  const std::string payload = statement.dump();
+  auto signature = key->sign(dsse_pae(k_in_toto_payload_type, payload));
+  if (!signature) {
+    return signature.error();
+  }
+  nlohmann::ordered_json envelope;
+  envelope["payloadType"] = k_in_toto_payload_type;
+  envelope["payload"] = digest::base64_encode(payload);
+  envelope["signatures"] = {{{"keyid", digest::key_id(key->raw_public())}, {"sig", digest::base64_encode(*signature)}}};
+  return envelope;
+}
 
 // URIs that name this tool's kind of build and the machine that ran it;
 // URNs, so that nothing claims a web address it does not serve.
@@ -189,6 +226,14 @@ validate(const Args& args, Context& context)
     print_error(context, "export: --format in-toto or --format cyclonedx is required");
     return k_exit_usage;
   }
+  if (args.flag("sign") && *format != "in-toto") {
+    print_error(context, "export: --sign signs an in-toto Statement (--format in-toto)");
+    return k_exit_usage;
+  }
+  if (const char* key = std::getenv("FINGERPRINT_SIGNING_KEY"); args.flag("sign") && (key == nullptr || *key == '\0')) {
+    print_error(context, "export: --sign needs FINGERPRINT_SIGNING_KEY, the PEM file of the key to sign with");
+    return k_exit_usage;
+  }
   const bool project = args.value("project").has_value();
   if (project != args.value("build").has_value() || project == (args.positional().size() == 1)
       || args.positional().size() > 1) {
@@ -267,10 +312,20 @@ run(const Args& args, Context& context, Prepared& prepared)
   std::vector<store::LogProblem> problems;
   query::add_manifest_inputs(*prepared.store, index->events, problems);
   report_problems(context, prepared.store->location(), problems);
-  write_out(context,
-            dump_json(args.value("format") == "cyclonedx"
-                        ? cyclonedx(*prepared.store, ref, index->events, installed)
-                        : statement(ref, index->events, installed, build_provenance(*prepared.store, ref, context))));
+  if (args.value("format") == "cyclonedx") {
+    write_out(context, dump_json(cyclonedx(*prepared.store, ref, index->events, installed)));
+    return k_exit_ok;
+  }
+  auto out = statement(ref, index->events, installed, build_provenance(*prepared.store, ref, context));
+  if (args.flag("sign")) {
+    auto envelope = dsse_envelope(out, std::getenv("FINGERPRINT_SIGNING_KEY"));
+    if (!envelope) {
+      print_error(context, "export: " + envelope.error().message);
+      return k_exit_failure;
+    }
+    out = std::move(*envelope);
+  }
+  write_out(context, dump_json(out));
   return k_exit_ok;
 }
 

@@ -221,6 +221,9 @@ record_installed(const Args& args, store::Store::Warnings& warnings)
     event.time = time;
     events.push_back(std::move(event));
   }
+  if (auto signed_events = hook::sign_events(events); !signed_events) {
+    return Error{"nothing recorded: " + signed_events.error().message};
+  }
   if (auto ok = store->append(events, &warnings); !ok) {
     return ok.error();
   }

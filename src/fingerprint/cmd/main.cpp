@@ -27,11 +27,11 @@ std::span<const Command* const>
 table()
 {
   static const Command* const k_table[] = {
-    &k_digest_command,   &k_record_command, &k_show_command,   &k_consumers_command, &k_why_command,
-    &k_history_command,  &k_stale_command,  &k_verify_command, &k_graph_command,     &k_builds_command,
-    &k_build_command,    &k_gc_command,     &k_fsck_command,   &k_export_command,    &k_migrate_command,
-    &k_sync_command,     &k_check_command,  &k_launch_command, &k_compile_command,   &k_generate_command,
-    &k_installed_command};
+    &k_digest_command,    &k_record_command, &k_show_command,   &k_consumers_command, &k_why_command,
+    &k_history_command,   &k_stale_command,  &k_verify_command, &k_graph_command,     &k_builds_command,
+    &k_build_command,     &k_gc_command,     &k_fsck_command,   &k_export_command,    &k_migrate_command,
+    &k_sync_command,      &k_check_command,  &k_launch_command, &k_compile_command,   &k_generate_command,
+    &k_installed_command, &k_key_command};
   return k_table;
 }
 
@@ -133,6 +133,7 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
       return status;
     }
   }
+  use_trusted_keys(args);
   if (command.needs == Needs::nothing) {
     return command.run(args, context, prepared);
   }

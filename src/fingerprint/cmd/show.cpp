@@ -14,6 +14,7 @@ constexpr OptionSpec k_options[] = {
   {"json", OptionKind::flag, {}, "print one JSON object"},
   k_role_option,
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
+  k_trusted_keys_option,
 };
 
 std::string
@@ -34,8 +35,12 @@ event_row(const store::Event& event)
   if (!event.version.empty()) {
     what += " " + event.version;
   }
-  std::vector<std::string> row = {
-    what, event.target, event.build, event.host, human_time(event.time), display_path(event.build_dir)};
+  std::vector<std::string> row = {what,
+                                  event.target + signature_mark(event),
+                                  event.build,
+                                  event.host,
+                                  human_time(event.time),
+                                  display_path(event.build_dir)};
   if (event.event == store::EventKind::consumed) {
     row.insert(row.begin() + 2, query::role_of(event));
   }

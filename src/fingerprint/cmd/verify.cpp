@@ -17,6 +17,11 @@ constexpr OptionSpec k_options[] = {
   {"json", OptionKind::flag, {}, "print a JSON array, one object per file"},
   {"build-dir", OptionKind::value, "D", "verify everything recorded as produced in build tree D"},
   {"algorithm", OptionKind::value, "A", "digest algorithm (default sha256)"},
+  {"signatures",
+   OptionKind::flag,
+   {},
+   "check that each FILE's recorded producer is signed by a trusted key, and that no event naming it is invalid"},
+  k_trusted_keys_option,
 };
 
 struct Verdict
@@ -78,9 +83,88 @@ to_json(const Verdict& verdict)
   return object;
 }
 
+// verify --signatures FILE...: per file, its record's signatures. "valid":
+// a producer (a build's `produced` event, or an install's) signed by a
+// trusted key, and no event naming the bytes invalid; else the worst found.
+int
+run_signatures(const Args& args, Context& context, Prepared& prepared)
+{
+  int status = k_exit_ok;
+  auto array = nlohmann::ordered_json::array();
+  std::string text;
+  for (const auto& file : args.positional()) {
+    nlohmann::ordered_json item;
+    put_path(item, "path", absolute_path(file));
+    auto key = resolve_artifact(*prepared.store, file, prepared.algorithm);
+    auto record = key ? store::load_record(*prepared.store, *key) : Expected<store::ArtifactRecord>(key.error());
+    std::string verdict;
+    std::string detail;
+    if (!record) {
+      verdict = "unreadable";
+      detail = record.error().message;
+    } else if (!record->recorded()) {
+      verdict = "not recorded";
+      detail = key->str();
+    } else {
+      item["digest"] = key->str();
+      item["producers"] = nlohmann::ordered_json::array();
+      const store::Event* signed_by = nullptr;
+      const store::Event* invalid = nullptr;
+      for (const auto* events : {&record->producers, &record->consumers}) {
+        for (const store::Event& event : *events) {
+          const std::string_view state = signature_status(event);
+          if (state == "invalid" && invalid == nullptr) {
+            invalid = &event;
+          }
+          if (events == &record->producers) {
+            item["producers"].push_back(edge_json(event));
+            if (state == "valid" && signed_by == nullptr) {
+              signed_by = &event;
+            }
+          }
+        }
+      }
+      auto who = [](const store::Event& event) { return event.project + "/" + event.target + " build " + event.build; };
+      if (invalid != nullptr) {
+        verdict = "invalid";
+        detail = "the " + std::string(store::event_kind_name(invalid->event)) + " event of " + who(*invalid)
+                 + " was changed after it was signed";
+      } else if (signed_by != nullptr) {
+        verdict = "valid";
+        detail = "produced by " + who(*signed_by) + ", signed by key "
+                 + signature_json(*signed_by)["key"].get<std::string>().substr(0, 16);
+      } else {
+        bool any_signed = false;
+        for (const store::Event& event : record->producers) {
+          any_signed = any_signed || signature_status(event) == "untrusted";
+        }
+        verdict = any_signed ? "untrusted" : "unsigned";
+        detail = any_signed ? "no producer is signed by a trusted key (" + trusted_keys().directory + ")"
+                            : "no producer is signed";
+      }
+    }
+    item["status"] = verdict;
+    item["detail"] = detail;
+    array.push_back(std::move(item));
+    if (verdict != "valid") {
+      status = k_exit_failure;
+    }
+    text += display_path(file) + ": " + verdict + " (" + display_path(detail) + ")\n";
+  }
+  for (const auto& problem : trusted_keys().problems) {
+    print_warning(context, problem);
+  }
+  write_out(context, args.flag("json") ? dump_json(array) : text);
+  return status;
+}
+
 int
 validate(const Args& args, Context& context)
 {
+  if (args.flag("signatures") && (args.positional().empty() || args.value("build-dir"))) {
+    print_error(context, "verify: --signatures takes FILE|DIGEST..., not --build-dir");
+    return k_exit_usage;
+  }
   if (args.value("build-dir").has_value() == !args.positional().empty()) {
     print_error(context, "verify: give FILE... or --build-dir D, not both or neither");
     return k_exit_usage;
@@ -91,6 +175,9 @@ validate(const Args& args, Context& context)
 int
 run(const Args& args, Context& context, Prepared& prepared)
 {
+  if (args.flag("signatures")) {
+    return run_signatures(args, context, prepared);
+  }
   const auto build_dir = args.value("build-dir");
   int status = k_exit_ok;
   const std::optional<std::string> tree = build_dir ? std::optional(absolute_path(*build_dir)) : std::nullopt;

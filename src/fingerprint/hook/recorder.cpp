@@ -1,5 +1,6 @@
 #include <fingerprint/digest/cache.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/digest/signing.hpp>
 #include <fingerprint/hook/provenance.hpp>
 #include <fingerprint/hook/recorder.hpp>
 #include <fingerprint/store/spool.hpp>
@@ -8,6 +9,7 @@
 #include <fingerprint/util/text.hpp>
 
 #include <climits>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <unistd.h>
@@ -32,6 +34,29 @@ host_name()
     return "unknown";
   }
   return name;
+}
+
+Expected<void>
+sign_events(std::vector<store::Event>& events)
+{
+  const char* path = std::getenv("FINGERPRINT_SIGNING_KEY");
+  if (path == nullptr || *path == '\0') {
+    return {};
+  }
+  auto key = digest::SigningKey::load(path);
+  if (!key) {
+    return Error{"$FINGERPRINT_SIGNING_KEY: " + key.error().message};
+  }
+  const std::string signer = digest::base64_encode(key->raw_public());
+  for (store::Event& event : events) {
+    event.signer = signer;
+    auto signature = key->sign(store::signed_form(event));
+    if (!signature) {
+      return Error{"$FINGERPRINT_SIGNING_KEY: " + std::string(path) + ": " + signature.error().message};
+    }
+    event.sig = digest::base64_encode(*signature);
+  }
+  return {};
 }
 
 Expected<size_t>
@@ -108,6 +133,10 @@ record(const RecordRequest& request,
       event.inputs = manifest_key->str();
     }
     events.push_back(std::move(event));
+  }
+
+  if (auto signed_events = sign_events(events); !signed_events) {
+    return Error{"nothing recorded: " + signed_events.error().message};
   }
 
   // The id goes with the events whichever way they travel: a COMMIT whose

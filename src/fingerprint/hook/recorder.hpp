@@ -1,6 +1,7 @@
 #pragma once
 
 #include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/store/event.hpp>
 #include <fingerprint/store/manifest.hpp>
 #include <fingerprint/util/expected.hpp>
 
@@ -60,5 +61,11 @@ Expected<size_t> record(const RecordRequest& request,
 
 // The host name, as events carry it.
 std::string host_name();
+
+// Signs each of `events` (Event::signer, Event::sig) with the Ed25519 key
+// in the PEM file $FINGERPRINT_SIGNING_KEY names; nothing when it is unset
+// or empty. A key that cannot be read or used is an error: a build that
+// asked for signed records gets none unsigned.
+Expected<void> sign_events(std::vector<store::Event>& events);
 
 } // namespace fingerprint::hook

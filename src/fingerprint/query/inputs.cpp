@@ -52,6 +52,9 @@ ManifestInputs::of(const store::Event& produced, std::vector<store::LogProblem>&
   inputs.reserve(found->entries.size());
   for (const store::ManifestEntry& entry : found->entries) {
     store::Event event = produced;
+    event.vouched_by.line = store::serialize(produced); // its signature covers the manifest
+    event.signer.clear();
+    event.sig.clear();
     event.event = store::EventKind::consumed;
     event.product = produced.digest;
     event.digest = store::DigestKey{found->algorithm, entry.hex}.str();

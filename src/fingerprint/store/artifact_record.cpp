@@ -87,6 +87,9 @@ add_manifest_consumers(const Store& store, ArtifactRecord& record, const Manifes
     for (const ManifestEntry* entry : entries) {
       for (const Event& user : *users) {
         Event event = user;
+        event.vouched_by.line = serialize(user); // its signature covers the manifest
+        event.signer.clear();
+        event.sig.clear();
         event.event = EventKind::consumed;
         event.product = std::move(event.digest);
         event.digest = record.key.str();

@@ -623,6 +623,15 @@ serialize(const Event& event)
   return write_fields(event, std::make_index_sequence<k_event_field_count>());
 }
 
+std::string
+signed_form(const Event& event)
+{
+  Event unsigned_event = event;
+  unsigned_event.sig.clear();
+  unsigned_event.role.clear();
+  return "fingerprint-event-v1\n" + serialize(unsigned_event);
+}
+
 Expected<Event>
 parse_event(std::string_view line)
 {

@@ -47,6 +47,25 @@ struct Event
   std::string inputs;   // produced: the digest of its input manifest (manifest.hpp), if it has one
   std::string source;   // installed: the source or build-tree file it is a copy of, when known
   std::string build_id; // produced: an ELF file's GNU build-id (hex), when it has one
+  // Signed records (README, "Signed records"): the Ed25519 public key that
+  // signed the event (base64 of its 32 bytes) and the signature (base64 of
+  // 64), over signed_form(). Empty: unsigned.
+  std::string signer;
+  std::string sig;
+  // Never stored: the stored line of the produced event a consumed event
+  // was read from (its input manifest's entry), whose signature vouches for
+  // it. Not part of what the event is: two events compare equal whatever
+  // their vouchers.
+  struct Voucher
+  {
+    std::string line;
+    bool
+    operator==(const Voucher&) const
+    {
+      return true;
+    }
+  };
+  Voucher vouched_by;
 
   bool operator==(const Event&) const = default;
 };
@@ -167,6 +186,9 @@ inline constexpr EventField k_event_fields[] = {
    .written = only(EventKind::produced),
    .required = k_no_kind,
    .optional = true},
+  // Last, so that a signed line is its signed form with these two added.
+  {.name = "signer", .text = &Event::signer, .required = k_no_kind, .optional = true},
+  {.name = "sig", .text = &Event::sig, .required = k_no_kind, .optional = true},
 };
 inline constexpr size_t k_event_field_count = std::size(k_event_fields);
 
@@ -177,6 +199,10 @@ always_written(const EventField& field)
 {
   return field.type != FieldType::bytes && !field.optional;
 }
+
+// What an event's signature is over: "fingerprint-event-v1\n" and the
+// event's line with its `signer` and no `sig`.
+std::string signed_form(const Event& event);
 
 // One JSON object, no trailing newline. A path that is not valid UTF-8 is
 // written twice: with U+FFFD for each invalid sequence in its own field, and

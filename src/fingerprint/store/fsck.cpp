@@ -6,6 +6,7 @@
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/manifest.hpp>
 #include <fingerprint/store/provenance.hpp>
+#include <fingerprint/store/signature.hpp>
 #include <fingerprint/store/time_check.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
@@ -846,6 +847,12 @@ DirectoryStore::fsck(const FsckOptions& options) const
           }
         }
         for (const Event& event : checked.events) {
+          // An edited signed event: told, not repaired (it reads fine, and
+          // no other copy says what it held; its build index's may).
+          if (file.kind == FileKind::artifact_log && check_signature(event).state == SignatureCheck::State::invalid) {
+            report.warnings.push_back(file.relative + ": " + describe_event(event)
+                                      + ": its signature does not hold: the event was changed after it was signed");
+          }
           sightings.push_back(
             {event_hash(event), static_cast<std::uint32_t>(i), home_in(file, event), homes_of(event)});
           if (names_manifest(event)) {

@@ -203,8 +203,9 @@ TEST(Event, AFieldIsRequiredExactlyForTheKindsTheTableSays)
   // version is the one field any kind may lack, path_bytes and
   // build_dir_bytes are only there for a path that is not UTF-8, and a
   // consumed event's role, a produced one's inputs and build_id and an
-  // installed one's source are newer than the oldest lines.
-  EXPECT_EQ(accepted, 3u * 3u + 4u);
+  // installed one's source are newer than the oldest lines, and so are
+  // every kind's signer and sig.
+  EXPECT_EQ(accepted, 3u * 3u + 4u + 3u * 2u);
   EXPECT_EQ(refused, 3u * 11u + 2u);
 }
 
