@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace fingerprint::cmd {
 
@@ -465,10 +466,34 @@ trusted_keys()
   return keys;
 }
 
+namespace {
+
+// store::check_signature, once per signed line: a build's consumed edges
+// read from one manifest share their product's line, and a query may show
+// an event in several places.
+const store::SignatureCheck&
+checked(const store::Event& event)
+{
+  static const store::SignatureCheck k_unsigned;
+  static std::unordered_map<std::string, store::SignatureCheck> memo;
+  const bool own = !event.signer.empty() || !event.sig.empty();
+  if (!own && event.vouched_by.line.empty()) {
+    return k_unsigned;
+  }
+  std::string key = own ? store::serialize(event) : event.vouched_by.line;
+  auto it = memo.find(key);
+  if (it == memo.end()) {
+    it = memo.emplace(std::move(key), store::check_signature(event)).first;
+  }
+  return it->second;
+}
+
+} // namespace
+
 std::string_view
 signature_status(const store::Event& event)
 {
-  const store::SignatureCheck check = store::check_signature(event);
+  const store::SignatureCheck& check = checked(event);
   switch (check.state) {
     case store::SignatureCheck::State::none:
       return "unsigned";
@@ -483,7 +508,7 @@ signature_status(const store::Event& event)
 nlohmann::ordered_json
 signature_json(const store::Event& event)
 {
-  const store::SignatureCheck check = store::check_signature(event);
+  const store::SignatureCheck& check = checked(event);
   nlohmann::ordered_json object;
   object["status"] = signature_status(event);
   if (!check.signer.empty()) {
