@@ -4,6 +4,7 @@
 #include <fingerprint/digest/signing.hpp>
 #include <fingerprint/query/index.hpp>
 #include <fingerprint/query/inputs.hpp>
+#include <fingerprint/store/provenance.hpp>
 #include <fingerprint/store/signature.hpp>
 #include <fingerprint/util/elf.hpp>
 #include <fingerprint/util/fd.hpp>
@@ -229,20 +230,6 @@ build_provenance(const store::Store& store, const store::BuildRef& build, Contex
   return it->second;
 }
 
-namespace {
-
-std::string
-string_at(const nlohmann::ordered_json& object, const char* key)
-{
-  if (!object.is_object()) {
-    return {};
-  }
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-} // namespace
-
 std::string
 provenance_text(const nlohmann::ordered_json& document, std::string_view indent)
 {
@@ -259,12 +246,12 @@ provenance_text(const nlohmann::ordered_json& document, std::string_view indent)
   const auto source = document.find("source");
   if (source != document.end() && source->is_object()) {
     std::string value =
-      "git " + (string_at(*source, "commit").empty() ? "(no commit yet)" : string_at(*source, "commit"));
-    const std::string branch = string_at(*source, "branch");
+      "git " + (store::json_text(*source, "commit").empty() ? "(no commit yet)" : store::json_text(*source, "commit"));
+    const std::string branch = store::json_text(*source, "branch");
     value += branch.empty() ? " (detached)" : " on " + branch;
     const auto dirty = source->find("dirty");
     value += dirty != source->end() && dirty->is_boolean() && dirty->get<bool>() ? ", dirty" : ", clean";
-    if (const std::string remote = string_at(*source, "remote"); !remote.empty()) {
+    if (const std::string remote = store::json_text(*source, "remote"); !remote.empty()) {
       value += ", " + remote;
     }
     line("source", value);
@@ -278,23 +265,23 @@ provenance_text(const nlohmann::ordered_json& document, std::string_view indent)
     }
   };
   if (const auto cmake = document.find("cmake"); cmake != document.end() && cmake->is_object()) {
-    add("CMake " + string_at(*cmake, "version") + " (" + string_at(*cmake, "generator") + ")");
+    add("CMake " + store::json_text(*cmake, "version") + " (" + store::json_text(*cmake, "generator") + ")");
   }
   if (const auto compilers = document.find("compilers"); compilers != document.end() && compilers->is_object()) {
     for (const auto& [language, compiler] : compilers->items()) {
-      add(language + " " + string_at(compiler, "id") + " " + string_at(compiler, "version") + " "
-          + display_path(string_at(compiler, "path")));
+      add(language + " " + store::json_text(compiler, "id") + " " + store::json_text(compiler, "version") + " "
+          + display_path(store::json_text(compiler, "path")));
     }
   }
   line("toolchain", toolchain);
-  std::string flags = string_at(document, "build_type");
+  std::string flags = store::json_text(document, "build_type");
   flags = flags.empty() ? "no build type" : flags;
-  if (const std::string digest = string_at(document, "flags_digest"); !digest.empty()) {
+  if (const std::string digest = store::json_text(document, "flags_digest"); !digest.empty()) {
     flags += ", flags " + digest.substr(0, 19);
   }
   line("configuration", flags);
   if (const auto ci = document.find("ci"); ci != document.end() && ci->is_object()) {
-    line("CI run", string_at(*ci, "url"));
+    line("CI run", store::json_text(*ci, "url"));
   }
   return text;
 }

@@ -34,8 +34,8 @@ option_value(const std::vector<std::string>& command, std::string_view name)
   return value;
 }
 
-// Writes `paths` to `record` through a temporary file renamed over it, so
-// that a link reading it meanwhile sees the old record or the new one.
+// Writes `paths` to `record`, NUL-terminated, replacing it whole, so that a
+// link reading it meanwhile sees the old record or the new one.
 bool
 write_record(const std::string& record, const std::vector<std::string>& paths)
 {
@@ -44,18 +44,7 @@ write_record(const std::string& record, const std::vector<std::string>& paths)
     text += path;
     text += '\0';
   }
-  const std::string temp = record + ".tmp." + std::to_string(::getpid());
-  util::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
-  if (!fd) {
-    return false;
-  }
-  const bool written = static_cast<bool>(util::write_all(fd.get(), text));
-  fd.reset();
-  if (!written || ::rename(temp.c_str(), record.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return false;
-  }
-  return true;
+  return util::replace_file(record, text);
 }
 
 int

@@ -10,6 +10,7 @@
 #include <fingerprint/digest/signing.hpp>
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
+#include <fingerprint/store/provenance.hpp>
 
 #include <cstdlib>
 #include <map>
@@ -89,13 +90,6 @@ resource(const store::Event& event)
   return {{"name", display_path(event.path)}, {"digest", digest_set(event.digest)}};
 }
 
-std::string
-string_at(const nlohmann::ordered_json& object, const char* key)
-{
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // What the build's provenance (store/provenance.hpp) adds to SLSA's
 // resolved dependencies: the source commit, as SLSA names one
 // ("git+<url>@<commit>", its digest a gitCommit), then each compiler.
@@ -103,16 +97,16 @@ void
 add_provenance_dependencies(const nlohmann::ordered_json& provenance, nlohmann::ordered_json& materials)
 {
   const auto source = provenance.find("source");
-  if (source != provenance.end() && source->is_object() && !string_at(*source, "commit").empty()) {
-    const std::string commit = string_at(*source, "commit");
-    std::string url = string_at(*source, "remote");
+  if (source != provenance.end() && source->is_object() && !store::json_text(*source, "commit").empty()) {
+    const std::string commit = store::json_text(*source, "commit");
+    std::string url = store::json_text(*source, "remote");
     if (url.empty()) {
-      url = "file://" + string_at(provenance, "source_dir");
+      url = "file://" + store::json_text(provenance, "source_dir");
     }
     nlohmann::ordered_json descriptor = {
       {"uri", "git+" + url + "@" + commit}, {"digest", {{"gitCommit", commit}}}, {"name", "source"}};
     nlohmann::ordered_json annotations = nlohmann::ordered_json::object();
-    if (const std::string branch = string_at(*source, "branch"); !branch.empty()) {
+    if (const std::string branch = store::json_text(*source, "branch"); !branch.empty()) {
       annotations["branch"] = branch;
     }
     if (const auto dirty = source->find("dirty"); dirty != source->end() && dirty->is_boolean()) {
@@ -123,11 +117,12 @@ add_provenance_dependencies(const nlohmann::ordered_json& provenance, nlohmann::
   }
   if (const auto compilers = provenance.find("compilers"); compilers != provenance.end() && compilers->is_object()) {
     for (const auto& [language, compiler] : compilers->items()) {
-      materials.push_back(
-        {{"uri", "file://" + string_at(compiler, "path")},
-         {"name", language + " compiler"},
-         {"annotations",
-          {{"toolchain", true}, {"id", string_at(compiler, "id")}, {"version", string_at(compiler, "version")}}}});
+      materials.push_back({{"uri", "file://" + store::json_text(compiler, "path")},
+                           {"name", language + " compiler"},
+                           {"annotations",
+                            {{"toolchain", true},
+                             {"id", store::json_text(compiler, "id")},
+                             {"version", store::json_text(compiler, "version")}}}});
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/cmd/graph_html.hpp>
 #include <fingerprint/query/inputs.hpp>
+#include <fingerprint/store/provenance.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -278,35 +279,32 @@ graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
     if (provenance.is_null()) {
       continue; // recorded without (by hand, or FINGERPRINT_PROVENANCE OFF)
     }
-    auto text = [&](const nlohmann::ordered_json& object, const char* key) {
-      const auto it = object.is_object() ? object.find(key) : object.end();
-      return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
     std::string commit_cell = "<td>&ndash;</td>";
     std::string branch;
     if (const auto source = provenance.is_object() ? provenance.find("source") : provenance.end();
         source != provenance.end() && source->is_object()) {
-      const std::string commit = text(*source, "commit");
+      const std::string commit = store::json_text(*source, "commit");
       const bool dirty = (*source)["dirty"].is_boolean() && (*source)["dirty"].get<bool>();
-      const std::string remote = text(*source, "remote");
+      const std::string remote = store::json_text(*source, "remote");
       commit_cell = "<td class=\"digest\"><code title=\"" + html(commit + (remote.empty() ? "" : " " + remote)) + "\">"
                     + html(commit.substr(0, 12)) + "</code>" + (dirty ? " <span class=\"dirty\">dirty</span>" : "")
                     + "</td>";
-      branch = text(*source, "branch");
+      branch = store::json_text(*source, "branch");
     }
     std::string toolchain;
     if (const auto compilers = provenance.is_object() ? provenance.find("compilers") : provenance.end();
         compilers != provenance.end() && compilers->is_object()) {
       for (const auto& [language, compiler] : compilers->items()) {
-        toolchain +=
-          (toolchain.empty() ? "" : ", ") + language + " " + text(compiler, "id") + " " + text(compiler, "version");
+        toolchain += (toolchain.empty() ? "" : ", ") + language + " " + store::json_text(compiler, "id") + " "
+                     + store::json_text(compiler, "version");
       }
     }
     const auto ci = provenance.is_object() ? provenance.find("ci") : provenance.end();
-    const std::string ci_url = ci != provenance.end() && ci->is_object() ? text(*ci, "url") : std::string();
+    const std::string ci_url = ci != provenance.end() && ci->is_object() ? store::json_text(*ci, "url") : std::string();
     build_rows.push_back("<tr>" + td(build.first) + td(build.second) + commit_cell + td(branch) + td(toolchain)
-                         + td(text(provenance, "build_type"))
-                         + td(text(provenance, "flags_digest").substr(0, 19), "digest") + td(ci_url) + "</tr>\n");
+                         + td(store::json_text(provenance, "build_type"))
+                         + td(store::json_text(provenance, "flags_digest").substr(0, 19), "digest") + td(ci_url)
+                         + "</tr>\n");
   }
   if (!build_rows.empty()) {
     tables += table("builds",

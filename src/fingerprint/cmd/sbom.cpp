@@ -2,6 +2,7 @@
 #include <fingerprint/cmd/sbom.hpp>
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
+#include <fingerprint/store/provenance.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/text.hpp>
 
@@ -232,14 +233,10 @@ cyclonedx(const store::Store& store,
   const auto document = store.read_provenance(ref);
   const nlohmann::ordered_json provenance =
     document && *document ? nlohmann::ordered_json::parse(**document, nullptr, false) : nlohmann::ordered_json();
-  auto text = [](const nlohmann::ordered_json& object, const char* key) {
-    const auto it = object.find(key);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
   if (provenance.is_object()) {
     if (const auto source = provenance.find("source"); source != provenance.end() && source->is_object()) {
-      const std::string commit = text(*source, "commit");
-      const std::string remote = text(*source, "remote");
+      const std::string commit = store::json_text(*source, "commit");
+      const std::string remote = store::json_text(*source, "remote");
       if (!commit.empty() && !remote.empty()) {
         component["externalReferences"] = {{{"type", "vcs"}, {"url", remote}, {"comment", "git commit " + commit}}};
       }
@@ -251,17 +248,17 @@ cyclonedx(const store::Store& store,
       }
     }
     if (const auto cmake = provenance.find("cmake"); cmake != provenance.end() && cmake->is_object()) {
-      tools.push_back({{"type", "application"}, {"name", "cmake"}, {"version", text(*cmake, "version")}});
+      tools.push_back({{"type", "application"}, {"name", "cmake"}, {"version", store::json_text(*cmake, "version")}});
     }
     if (const auto compilers = provenance.find("compilers"); compilers != provenance.end() && compilers->is_object()) {
       for (const auto& [language, compiler] : compilers->items()) {
         tools.push_back({{"type", "application"},
-                         {"name", text(compiler, "id") + " " + language + " compiler"},
-                         {"version", text(compiler, "version")}});
+                         {"name", store::json_text(compiler, "id") + " " + language + " compiler"},
+                         {"version", store::json_text(compiler, "version")}});
       }
     }
     for (const char* key : {"build_type", "flags_digest"}) {
-      if (const std::string value = text(provenance, key); !value.empty()) {
+      if (const std::string value = store::json_text(provenance, key); !value.empty()) {
         properties.push_back({{"name", std::string("fingerprint:") + key}, {"value", value}});
       }
     }

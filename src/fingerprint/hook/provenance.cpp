@@ -35,37 +35,11 @@ for_each_line(std::string_view text, Each&& each)
   }
 }
 
-std::string
-text_of(const nlohmann::json& object, const char* key)
-{
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool
 flag_of(const nlohmann::json& object, const char* key)
 {
   const auto it = object.find(key);
   return it != object.end() && it->is_boolean() && it->get<bool>();
-}
-
-// `text` written to `path` through a temporary file renamed over it: a
-// reader sees the old file or the new one.
-bool
-replace_file(const std::string& path, std::string_view text)
-{
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  util::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
-  if (!fd) {
-    return false;
-  }
-  const bool written = static_cast<bool>(util::write_all(fd.get(), text));
-  fd.reset();
-  if (!written || ::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return false;
-  }
-  return true;
 }
 
 std::string
@@ -227,7 +201,7 @@ make_provenance(const RecordRequest& request,
   document["version"] = request.version;
   document["host"] = facts.host;
   document["time"] = facts.time;
-  document["source_dir"] = text_of(configured, "source_dir");
+  document["source_dir"] = store::json_text(configured, "source_dir");
   document["build_dir"] = request.build_dir;
   if (facts.git) {
     nlohmann::ordered_json source;
@@ -242,8 +216,8 @@ make_provenance(const RecordRequest& request,
   }
   nlohmann::ordered_json cmake;
   if (const auto it = configured.find("cmake"); it != configured.end() && it->is_object()) {
-    cmake["version"] = text_of(*it, "version");
-    cmake["generator"] = text_of(*it, "generator");
+    cmake["version"] = store::json_text(*it, "version");
+    cmake["generator"] = store::json_text(*it, "generator");
   }
   document["cmake"] = std::move(cmake);
   document["build_type"] = config.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(config);
@@ -251,9 +225,9 @@ make_provenance(const RecordRequest& request,
   if (const auto it = configured.find("compilers"); it != configured.end() && it->is_object()) {
     for (const auto& [language, compiler] : it->items()) {
       if (compiler.is_object()) {
-        compilers[language] = {{"id", text_of(compiler, "id")},
-                               {"version", text_of(compiler, "version")},
-                               {"path", text_of(compiler, "path")}};
+        compilers[language] = {{"id", store::json_text(compiler, "id")},
+                               {"version", store::json_text(compiler, "version")},
+                               {"path", store::json_text(compiler, "path")}};
       }
     }
   }
@@ -315,7 +289,7 @@ pending_provenance(const RecordRequest& request, const std::function<void(const 
     // configuration, leaves it to the build's first link.
     return std::nullopt;
   }
-  const std::string source_dir = object ? text_of(configured, "source_dir") : std::string();
+  const std::string source_dir = object ? store::json_text(configured, "source_dir") : std::string();
   BuildFacts facts;
   if (!source_dir.empty()) {
     facts.git = git_status(source_dir, facts.remote);
@@ -332,11 +306,11 @@ pending_provenance(const RecordRequest& request, const std::function<void(const 
       on_warning("build provenance not recorded: " + document.error().message);
     }
     // Said once: the build's other hooks would find the same.
-    replace_file(pending.sent_file, pending.sent_text);
+    util::replace_file(pending.sent_file, pending.sent_text);
     return std::nullopt;
   }
   pending.document = std::move(*document);
-  if (!replace_file(kept_file, pending.document) && on_warning) {
+  if (!util::replace_file(kept_file, pending.document) && on_warning) {
     on_warning(kept_file + ": cannot be written; the next hook collects the build provenance again");
   }
   return pending;
@@ -345,7 +319,7 @@ pending_provenance(const RecordRequest& request, const std::function<void(const 
 void
 mark_provenance_sent(const PendingProvenance& pending)
 {
-  replace_file(pending.sent_file, pending.sent_text);
+  util::replace_file(pending.sent_file, pending.sent_text);
 }
 
 } // namespace fingerprint::hook

@@ -457,27 +457,14 @@ DirectoryStore::read_provenance(const BuildRef& build) const
     return std::optional<std::string>();
   }
   const std::string relative = layout::build_provenance(build);
-  const std::string full = m_root + "/" + relative;
-  auto fd = open_below(m_root_fd.get(), relative, O_RDONLY | O_NONBLOCK, false);
-  if (!fd) {
-    return make_error(full, fd.error().message);
+  auto bytes = read_whole(relative);
+  if (!bytes || !*bytes) {
+    return bytes;
   }
-  if (!fd->valid()) {
-    return std::optional<std::string>();
-  }
-  struct stat st
-  {};
-  if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return make_error(full, "not a regular file");
-  }
-  auto bytes = util::read_all(fd->get());
-  if (!bytes) {
-    return make_error(full, bytes.error().message);
-  }
-  if (auto checked = parse_provenance(*bytes, build, full); !checked) {
+  if (auto checked = parse_provenance(**bytes, build, m_root + "/" + relative); !checked) {
     return checked.error();
   }
-  return std::optional<std::string>(std::move(*bytes));
+  return bytes;
 }
 
 Expected<bool>
@@ -504,20 +491,16 @@ DirectoryStore::remove_provenance(const BuildRef& build, bool dry_run) const
   return true;
 }
 
-Expected<std::optional<Manifest>>
-DirectoryStore::read_manifest(const DigestKey& key) const
+Expected<std::optional<std::string>>
+DirectoryStore::read_whole(const std::string& relative) const
 {
-  if (!m_root_fd) {
-    return std::optional<Manifest>();
-  }
-  const std::string relative = layout::manifest_file(key);
   const std::string full = m_root + "/" + relative;
   auto fd = open_below(m_root_fd.get(), relative, O_RDONLY | O_NONBLOCK, false);
   if (!fd) {
     return make_error(full, fd.error().message);
   }
   if (!fd->valid()) {
-    return std::optional<Manifest>();
+    return std::optional<std::string>();
   }
   struct stat st
   {};
@@ -528,7 +511,25 @@ DirectoryStore::read_manifest(const DigestKey& key) const
   if (!bytes) {
     return make_error(full, bytes.error().message);
   }
-  auto manifest = decode_manifest(*bytes, full);
+  return std::optional<std::string>(std::move(*bytes));
+}
+
+Expected<std::optional<Manifest>>
+DirectoryStore::read_manifest(const DigestKey& key) const
+{
+  if (!m_root_fd) {
+    return std::optional<Manifest>();
+  }
+  const std::string relative = layout::manifest_file(key);
+  const std::string full = m_root + "/" + relative;
+  auto bytes = read_whole(relative);
+  if (!bytes) {
+    return bytes.error();
+  }
+  if (!*bytes) {
+    return std::optional<Manifest>();
+  }
+  auto manifest = decode_manifest(**bytes, full);
   if (!manifest) {
     return manifest.error();
   }

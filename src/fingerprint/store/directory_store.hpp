@@ -138,6 +138,9 @@ public:
   }
 
 private:
+  // The whole regular file `relative` below the root; nullopt when it is
+  // not there (write-once files: a manifest, a build's provenance).
+  Expected<std::optional<std::string>> read_whole(const std::string& relative) const;
   DirectoryStore(std::string root, util::Fd root_fd);
 
   // Appends complete lines (newline-separated, without the last newline);

@@ -2,20 +2,6 @@
 
 namespace fingerprint::store {
 
-namespace {
-
-std::string
-text_at(const nlohmann::json& object, const char* key)
-{
-  if (!object.is_object()) {
-    return {};
-  }
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-} // namespace
-
 Expected<nlohmann::json>
 parse_provenance(std::string_view text, const BuildRef& build, const std::string& where)
 {
@@ -32,9 +18,9 @@ parse_provenance(std::string_view text, const BuildRef& build, const std::string
                       "build provenance of version " + std::to_string(version->get<long long>())
                         + ", newer than this fingerprint understands (" + std::to_string(k_provenance_version) + ")");
   }
-  if (text_at(document, "project") != build.project || text_at(document, "build") != build.build) {
+  if (json_text(document, "project") != build.project || json_text(document, "build") != build.build) {
     return make_error(where,
-                      "the build provenance of " + text_at(document, "project") + " " + text_at(document, "build")
+                      "the build provenance of " + json_text(document, "project") + " " + json_text(document, "build")
                         + ", not of " + build.project + " " + build.build);
   }
   return document;
@@ -51,19 +37,19 @@ provenance_summary(const nlohmann::json& document)
     }
   };
   if (const auto source = document.find("source"); source != document.end() && source->is_object()) {
-    std::string commit = text_at(*source, "commit").substr(0, 12);
+    std::string commit = json_text(*source, "commit").substr(0, 12);
     if (const auto dirty = source->find("dirty"); dirty != source->end() && dirty->is_boolean() && dirty->get<bool>()) {
       commit += "+dirty";
     }
-    const std::string branch = text_at(*source, "branch");
+    const std::string branch = json_text(*source, "branch");
     add(branch.empty() ? commit : commit + " " + branch);
   }
   if (const auto compilers = document.find("compilers"); compilers != document.end() && compilers->is_object()) {
     for (const auto& [language, compiler] : compilers->items()) {
-      add(text_at(compiler, "id") + " " + text_at(compiler, "version") + " (" + language + ")");
+      add(json_text(compiler, "id") + " " + json_text(compiler, "version") + " (" + language + ")");
     }
   }
-  add(text_at(document, "build_type"));
+  add(json_text(document, "build_type"));
   return summary;
 }
 

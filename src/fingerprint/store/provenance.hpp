@@ -30,6 +30,20 @@ inline constexpr int k_provenance_version = 1;
 // `build` (its project and build id). `where` names it in the error.
 Expected<nlohmann::json> parse_provenance(std::string_view text, const BuildRef& build, const std::string& where);
 
+// The string at `key` of the JSON object `object`; empty when it is not an
+// object, has no such key, or the value is not a string (a document's
+// fields are read leniently: readers take what they know).
+template <typename Json>
+std::string
+json_text(const Json& object, const char* key)
+{
+  if (!object.is_object()) {
+    return {};
+  }
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->template get<std::string>() : std::string();
+}
+
 // The short form people read: "<commit 12>[+dirty] <branch>, GNU 12.2.0 (CXX), Release";
 // empty when the document says none of it.
 std::string provenance_summary(const nlohmann::json& document);

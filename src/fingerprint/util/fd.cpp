@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <string>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,23 @@ read_regular_file(const std::string& path)
     return make_error(path, text.error().message);
   }
   return text;
+}
+
+bool
+replace_file(const std::string& path, std::string_view text)
+{
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
+  if (!fd) {
+    return false;
+  }
+  const bool written = static_cast<bool>(write_all(fd.get(), text));
+  fd.reset();
+  if (!written || ::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    return false;
+  }
+  return true;
 }
 
 Expected<std::string>

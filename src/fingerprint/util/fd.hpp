@@ -57,4 +57,9 @@ Expected<std::string> read_all(int fd);
 // at the path does not wait for a writer).
 Expected<std::string> read_regular_file(const std::string& path);
 
+// Writes `text` to `path` through a temporary file beside it renamed over
+// it, so that a reader sees the old file or the new one, never half of
+// one; false (and no temporary file left) when it cannot.
+bool replace_file(const std::string& path, std::string_view text);
+
 } // namespace fingerprint::util
