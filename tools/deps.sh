@@ -44,8 +44,10 @@ FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann
 # ccache: cmake.complete_graph keeps a project's compile launcher working
 # inside the compile hook.
 # git: the build provenance tests record a real repository's commit.
+# in-toto: cmake.in_toto_chain checks the links export writes with
+# in-toto's own verifier (in-toto-verify) and Python API.
 FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format graphviz chromium
-  postgresql strace ccache git)
+  postgresql strace ccache git in-toto)
 # What the fuzz build needs on top of the build packages: clang, its runtime
 # libraries (libFuzzer, ASan, UBSan) for the default clang version, and
 # llvm-symbolizer, without which a crash's stack trace has no file:line.

@@ -103,11 +103,32 @@ expect_rc 1 "and refuses it over a changed payload"
 run "$FP" --store S export --format in-toto --sign app
 expect_rc 2 "--sign without FINGERPRINT_SIGNING_KEY is a usage error"
 
+# in-toto links (the metablock form in-toto 1.x reads) of a file whose name
+# canonical JSON must escape: securesystemslib, given the key as openssl
+# prints it, names the key as the file does, accepts the signature over its
+# own canonical encoding, and refuses the link once edited.
+odd=$'q"uote\\back\u00e9\ttab'
+printf 'odd\n' >"$odd"
+printf 'made\n' >made.bin
+FINGERPRINT_SIGNING_KEY=$key run "$FP" --store S record --project real --target odd --build-id 4 --consumed "$odd" \
+  --produced made.bin
+expect_rc 0 "record a file with a quote, a backslash, an accent and a tab in its name"
+run "$FP" --store S export --format in-toto-link --project real --build 4 --output-dir links
+expect_rc 2 "in-toto-link without FINGERPRINT_SIGNING_KEY is a usage error"
+FINGERPRINT_SIGNING_KEY=$key run "$FP" --store S export --format in-toto-link --project real --build 4 --output-dir links
+expect_rc 0 "export --format in-toto-link"
+expect_eq "$(wc -l <"$T/out")" 1 "one link for the build's one target"
+link=$(head -1 "$T/out")
+run openssl pkey -in "$key" -pubout -outform DER -out functionary.der
+run /usr/bin/python3 "$(dirname "$CHECKS")/intoto_check.py" check-link "$link" functionary.der real.odd "$T/$odd" "$T/made.bin"
+expect_eq "$OUT" $'verified\nedited link refused' "securesystemslib accepts the link under its key id, and refuses it edited"
+
 # A key that cannot be read: nothing recorded, rather than unsigned.
 printf 'x\n' >x
 FINGERPRINT_SIGNING_KEY=$T/missing.pem run "$FP" --store S record --project real --target x --build-id 3 --produced x
 expect_rc 1 "record with an unreadable signing key"
 expect_in err "FINGERPRINT_SIGNING_KEY" "names the variable"
+expect_eq "$(grep -o 'missing.pem' "$T/err" | wc -l)" 1 "and the key's file, once"
 run "$FP" --store S show x
 expect_rc 1 "nothing was recorded"
 finish

@@ -3,16 +3,23 @@
 // products' input manifests list (and an old store's consumed events),
 // with the source commit and the compilers of the build's provenance.
 // export --format cyclonedx: the same build's bill of materials (sbom.hpp).
+// export --format in-toto-link: the same build as signed in-toto links, one
+// per target (in_toto_link.hpp), written to files.
 
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/cmd/in_toto_link.hpp>
 #include <fingerprint/cmd/sbom.hpp>
 #include <fingerprint/digest/signing.hpp>
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/provenance.hpp>
+#include <fingerprint/util/fd.hpp>
+#include <fingerprint/util/fs.hpp>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -24,7 +31,8 @@ constexpr OptionSpec k_options[] = {
   {"format",
    OptionKind::value,
    "F",
-   "in-toto (an in-toto Statement v1 with SLSA Provenance v1) or cyclonedx (a CycloneDX 1.5 JSON BOM); required"},
+   "in-toto (an in-toto Statement v1 with SLSA Provenance v1), cyclonedx (a CycloneDX 1.5 JSON BOM) or "
+   "in-toto-link (signed in-toto links, one per target, as in-toto-verify reads them); required"},
   {"project", OptionKind::value, "P", "with --build: export that build instead of an artifact's producer"},
   {"build", OptionKind::value, "B", "the build id, with --project"},
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
@@ -32,6 +40,10 @@ constexpr OptionSpec k_options[] = {
    OptionKind::flag,
    {},
    "in-toto: print the Statement in a DSSE envelope signed with the key $FINGERPRINT_SIGNING_KEY names"},
+  {"output-dir",
+   OptionKind::value,
+   "DIR",
+   "in-toto-link: write the links in DIR (default: the current directory), as <project>.<target>.<keyid>.link"},
 };
 
 // DSSE's pre-authentication encoding of `payload` of type `type`:
@@ -213,20 +225,64 @@ statement(const store::BuildRef& ref,
   return out;
 }
 
+// The links of build `ref` (in_toto_link.hpp), each written to its file in
+// `directory`, made when missing; the path of each printed.
+int
+write_links(const store::BuildRef& ref,
+            const std::vector<store::Event>& events,
+            const std::string& directory,
+            Context& context)
+{
+  auto key = digest::SigningKey::load(std::getenv("FINGERPRINT_SIGNING_KEY"));
+  if (!key) {
+    print_error(context, "export: $FINGERPRINT_SIGNING_KEY: " + key.error().message);
+    return k_exit_failure;
+  }
+  auto links = in_toto_links(ref, events, *key);
+  if (!links) {
+    print_error(context, "export: " + links.error().message);
+    return k_exit_failure;
+  }
+  for (const InTotoLink& link : *links) {
+    // A target named after a file in a subdirectory ("lib/table.hpp") is a
+    // step whose link in-toto-verify looks for in that subdirectory.
+    const std::string path = directory + "/" + link.file_name;
+    const std::string parent = path.substr(0, path.rfind('/'));
+    if (auto made = util::open_directory(parent, true); !made) {
+      print_error(context, "export: cannot make the directory " + parent + ": " + made.error().message);
+      return k_exit_failure;
+    }
+    if (!util::replace_file(path, link.metablock.dump(1) + "\n")) {
+      print_error(context, "export: cannot write " + path + ": " + std::strerror(errno));
+      return k_exit_failure;
+    }
+    write_out(context, path + "\n");
+  }
+  return k_exit_ok;
+}
+
 int
 validate(const Args& args, Context& context)
 {
   const auto format = args.value("format");
-  if (!format || (*format != "in-toto" && *format != "cyclonedx")) {
-    print_error(context, "export: --format in-toto or --format cyclonedx is required");
+  if (!format || (*format != "in-toto" && *format != "cyclonedx" && *format != "in-toto-link")) {
+    print_error(context, "export: --format in-toto, --format in-toto-link or --format cyclonedx is required");
     return k_exit_usage;
   }
   if (args.flag("sign") && *format != "in-toto") {
-    print_error(context, "export: --sign signs an in-toto Statement (--format in-toto)");
+    print_error(context,
+                "export: --sign signs an in-toto Statement (--format in-toto); in-toto links are always signed");
     return k_exit_usage;
   }
-  if (const char* key = std::getenv("FINGERPRINT_SIGNING_KEY"); args.flag("sign") && (key == nullptr || *key == '\0')) {
-    print_error(context, "export: --sign needs FINGERPRINT_SIGNING_KEY, the PEM file of the key to sign with");
+  if (args.value("output-dir") && *format != "in-toto-link") {
+    print_error(context, "export: --output-dir is where --format in-toto-link writes its links");
+    return k_exit_usage;
+  }
+  const bool signs = args.flag("sign") || *format == "in-toto-link";
+  if (const char* key = std::getenv("FINGERPRINT_SIGNING_KEY"); signs && (key == nullptr || *key == '\0')) {
+    print_error(context,
+                "export: " + std::string(args.flag("sign") ? "--sign" : "--format in-toto-link")
+                  + " needs FINGERPRINT_SIGNING_KEY, the PEM file of the key to sign with");
     return k_exit_usage;
   }
   const bool project = args.value("project").has_value();
@@ -311,6 +367,9 @@ run(const Args& args, Context& context, Prepared& prepared)
     write_out(context, dump_json(cyclonedx(*prepared.store, ref, index->events, installed)));
     return k_exit_ok;
   }
+  if (args.value("format") == "in-toto-link") {
+    return write_links(ref, index->events, args.value("output-dir").value_or("."), context);
+  }
   auto out = statement(ref, index->events, installed, build_provenance(*prepared.store, ref, context));
   if (args.flag("sign")) {
     auto envelope = dsse_envelope(out, std::getenv("FINGERPRINT_SIGNING_KEY"));
@@ -327,7 +386,8 @@ run(const Args& args, Context& context, Prepared& prepared)
 } // namespace
 
 extern const Command k_export_command{.name = "export",
-                                      .synopsis = "--format in-toto|cyclonedx FILE|DIGEST | --project P --build B",
+                                      .synopsis =
+                                        "--format in-toto|in-toto-link|cyclonedx FILE|DIGEST | --project P --build B",
                                       .summary = "provenance of the build that produced an artifact, as in-toto / SLSA "
                                                  "v1, or its bill of materials, as CycloneDX",
                                       .options = k_options,

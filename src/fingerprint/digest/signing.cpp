@@ -210,7 +210,7 @@ SigningKey::load(const std::string& path)
 {
   auto text = util::read_regular_file(path);
   if (!text) {
-    return make_error(path, text.error().message);
+    return text.error(); // it names the path
   }
   Pkey loaded(read_plain_pkcs8(*text));
   Bio bio(loaded ? nullptr : BIO_new_mem_buf(text->data(), static_cast<int>(text->size())));

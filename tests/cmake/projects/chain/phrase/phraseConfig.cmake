@@ -1,0 +1,3 @@
+include(CMakeFindDependencyMacro)
+find_dependency(word)
+include("${CMAKE_CURRENT_LIST_DIR}/phraseTargets.cmake")

@@ -1,0 +1,2 @@
+#include "word.hpp"
+const char* word() { return "chain"; }
