@@ -123,7 +123,10 @@ number that advances once per ``ninja`` (or ``make``) invocation.
   checks that the store holds a producer event for those bytes from this
   build tree, and that every line of its record survives
   serialize -> parse -> serialize byte for byte. Call after
-  ``enable_testing()``.
+  ``enable_testing()``. A project that does not include the module (the
+  module injected with ``CMAKE_PROJECT_TOP_LEVEL_INCLUDES``) gets the same
+  tests, for every fingerprinted target, with ``-DFINGERPRINT_TESTS=ON``;
+  testing is enabled for it if the project did not.
 #]=======================================================================]
 
 include_guard(GLOBAL)
@@ -138,6 +141,8 @@ _fingerprint_refuse_password()
 option(FINGERPRINT_AUTO "Fingerprint every executable and library target" ON)
 option(FINGERPRINT_REQUIRED "Fail the build when a target cannot be fingerprinted" OFF)
 option(FINGERPRINT_PROVENANCE "Record each build's source revision, toolchain and CI run" ON)
+option(FINGERPRINT_TESTS "Add a fingerprint.<target> CTest test per fingerprinted target, as fingerprint_add_tests() does"
+  OFF)
 set(FINGERPRINT_ALGORITHM "sha256" CACHE STRING "Digest algorithm of the fingerprints")
 set_property(CACHE FINGERPRINT_ALGORITHM PROPERTY STRINGS sha256 sha512 sha1 md5 blake2b512)
 
@@ -231,5 +236,11 @@ get_property(_fingerprint_deferred GLOBAL PROPERTY _FINGERPRINT_DEFERRED)
 if(NOT _fingerprint_deferred)
   set_property(GLOBAL PROPERTY _FINGERPRINT_DEFERRED ON)
   cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _fingerprint_finalize)
+  # FINGERPRINT_TESTS for a project that may never enable testing itself:
+  # enable_testing() counts only in the top-level directory's own scope,
+  # where a deferred call runs (not a function's).
+  if(FINGERPRINT_TESTS)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL enable_testing)
+  endif()
 endif()
 unset(_fingerprint_deferred)

@@ -46,8 +46,10 @@ FINGERPRINT_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libssl-dev nlohmann
 # git: the build provenance tests record a real repository's commit.
 # in-toto: cmake.in_toto_chain checks the links export writes with
 # in-toto's own verifier (in-toto-verify) and Python API.
+# dpkg-dev, groff-base: cmake.deb_package makes the .deb (cpack runs
+# dpkg-shlibdeps) and checks the manual page with groff's warnings.
 FINGERPRINT_TEST_PACKAGES=(libgtest-dev googletest libbenchmark-dev python3 coreutils util-linux clang-format graphviz chromium
-  postgresql strace ccache git in-toto)
+  postgresql strace ccache git in-toto dpkg-dev groff-base)
 # What the fuzz build needs on top of the build packages: clang, its runtime
 # libraries (libFuzzer, ASan, UBSan) for the default clang version, and
 # llvm-symbolizer, without which a crash's stack trace has no file:line.

@@ -31,12 +31,16 @@ expect_rc 2 "--keep-builds 0 is a usage error"
 snapshot S >before
 run "$FP" --store S gc --dry-run --keep-builds 2 --json
 expect_rc 0 "gc --dry-run --keep-builds 2"
-expect_json_each "$T/out" <<'EOF'
+expect_json_each "$T/out" <<EOF
 a dry run :: d['dry_run'] is True
 three of app's builds would go (tool's only build stays) :: d['targets_dropped'] == 3
 their three artifacts would go :: d['artifact_logs_removed'] == 3
 the library's log would be rewritten :: d['artifact_logs_rewritten'] == 1
+the builds it would drop, each with its tree and targets :: [(b['project'], b['build'], b['build_dir'], b['targets']) for b in d['builds']] == [('apps', '1', '$T/app-build', ['app']), ('apps', '2', '$T/app-build', ['app']), ('apps', '3', '$T/app-build', ['app'])]
 EOF
+run "$FP" --store S gc --dry-run --keep-builds 2
+expect_eq "$(grep -c '^gc: would drop build [123] of apps in '"$T"'/app-build on .* (target app)$' "$T/out")" 3 \
+  "the text lists each build that would go, with its tree and target"
 expect_unchanged S before "a dry run changes nothing"
 
 run "$FP" --store S gc --keep-builds 2 --json
@@ -57,6 +61,22 @@ expect_json "$T/out" "sorted((b['project'], b['build']) for b in d) == [('apps',
   "build 1 stays in the index (its tool), 2 and 3 go"
 run "$FP" --store S fsck
 expect_rc 0 "fsck after gc finds nothing wrong"
+
+# --keep-builds counts per build tree: a newer tree's builds leave an older
+# tree's newest builds (whose files may still be installed) alone.
+mkdir -p old-tree new-tree
+for b in 1 2; do
+  printf 'old tree %d\n' "$b" >"old$b"
+  run "$FP" --store T2 record --build-dir "$T/old-tree" --project p --target app --build-id "old-$b" --produced "old$b"
+done
+for b in 1 2 3; do
+  printf 'new tree %d\n' "$b" >"new$b"
+  run "$FP" --store T2 record --build-dir "$T/new-tree" --project p --target app --build-id "new-$b" --produced "new$b"
+done
+run "$FP" --store T2 gc --keep-builds 1 --json
+expect_rc 0 "gc --keep-builds 1 over two build trees"
+expect_json "$T/out" "sorted(b['build'] for b in d['builds']) == ['new-1', 'new-2', 'old-1']" \
+  "each tree keeps its newest build: old-2 and new-3 stay"
 
 # --missing-build-dirs: this host's builds whose tree is gone; another
 # host's build with the same missing tree stays.

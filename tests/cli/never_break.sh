@@ -155,7 +155,9 @@ expect_unchanged "$F" format1.before "format 1: reading it (show, fsck, gc --dry
 
 printf 'b source\n' >old/b.cpp
 printf 'app v2\n' >old/app
-run "$FP" --store "$F" record --project app --target app --build-id 2 --build-dir "$T/old" \
+# In build 1's tree (the old store's), so that --keep-builds 1 below, which
+# counts per build tree, keeps build 2 alone.
+run "$FP" --store "$F" record --project app --target app --build-id 2 --build-dir /tmp/fp-format1 \
   --produced old/app --consumed old/liba.a --compiled old/b.cpp
 expect_rc 0 "format 1: the first write to it"
 expect_json_each "$F/fingerprint-store.json" <<'CHECKS'

@@ -165,11 +165,35 @@ for tail in 0 1; do rm "$twin_dir/${app_hex:0:10}$(printf '%054d' "$tail").jsonl
 
 # Human output: relative times; colour on a terminal only, never with NO_COLOR.
 run "$FP" --store S builds
-if grep -qE '(just now|[0-9]+ (s|min) ago) \(20[0-9-]+ [0-9:]+\)' "$T/out"; then
+if grep -qE '(just now|[0-9]+ (s|min) ago) \(20[0-9-]+ [0-9:]+ [+-][0-9]{2}:[0-9]{2}\)' "$T/out"; then
   ok "builds shows relative times"
 else
   fail "builds shows no relative time: $OUT"
 fi
+# Times for people in local time with the offset, as $TZ says (a POSIX TZ,
+# so no zone database is needed); --utc, before or after the command, in
+# UTC; both the same moment as the exact time in --json.
+run env TZ=IST-5:30 "$FP" --store S builds
+expect_in out "+05:30)" "builds: local time with its offset, as TZ says"
+cp "$T/out" local.txt
+run env TZ=IST-5:30 "$FP" --store S --utc builds
+expect_in out " UTC)" "--utc: times in UTC"
+expect_not_in out "+05:30" "and only in UTC"
+cp "$T/out" utc.txt
+run env TZ=IST-5:30 "$FP" --store S builds --utc
+expect_same_file "$T/out" utc.txt "--utc after the command too"
+run "$FP" --store S builds --json
+cp "$T/out" builds.json
+run python3 -c '
+import datetime, json, re, sys
+local = re.search(r"\((\S+ \S+) \+05:30\)", open("local.txt").read()).group(1)
+utc = re.search(r"\((\S+ \S+) UTC\)", open("utc.txt").read()).group(1)
+parse = lambda text: datetime.datetime.strptime(text, "%Y-%m-%d %H:%M")
+exact = min(b["time"] for b in json.load(open("builds.json")))[:16].replace("T", " ")
+print(int((parse(local) - parse(utc)).total_seconds() // 60), utc == exact)
+'
+expect_eq "$OUT" "330 True" "the local time is the UTC time plus 5:30, and the UTC time the recorded one"
+
 if command -v script >/dev/null; then
   script -qec "$FP --store S verify app" /dev/null >tty.out 2>&1 || true
   if grep -q $'\e\[32mOK' tty.out; then ok "verify colours OK green on a terminal"; else fail "no colour on a terminal: $(od -c tty.out | head -3)"; fi

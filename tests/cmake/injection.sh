@@ -16,6 +16,18 @@ expect_rc 0 "consumers of the installed libgreet.so"
 expect_json "$T/greet.json" 'any(e["project"] == "plain" and e["target"] == "plain" for e in d)' \
   "the injected project's consumption of the installed library is recorded"
 
+# The CTest round trips, which the project never asked for: -DFINGERPRINT_TESTS=ON.
+run ctest --test-dir "$T/b-plain" -N
+expect_in out "Total Tests: 0" "without FINGERPRINT_TESTS the unmodified project has no tests"
+configure "$HERE/projects/plain" "$T/b-plain" -DFINGERPRINT_TESTS=ON
+build "$T/b-plain"
+run ctest --test-dir "$T/b-plain" --output-on-failure
+expect_rc 0 "the round trip of the injected project's target passes"
+expect_in out "fingerprint.plain" "FINGERPRINT_TESTS=ON adds fingerprint.plain"
+printf 'x' >>"$T/b-plain/plain"
+run ctest --test-dir "$T/b-plain" --output-on-failure
+expect_rc 8 "and fails once the program is not the bytes its build recorded"
+
 # GoogleTest from /usr/src/googletest (Debian's googletest package).
 gtest_src=/usr/src/googletest
 if [[ ! -f $gtest_src/CMakeLists.txt ]]; then

@@ -11,6 +11,8 @@
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -563,6 +565,10 @@ put_path(nlohmann::ordered_json& object, const std::string& name, const std::str
   }
 }
 
+namespace {
+bool g_utc = false; // --utc
+} // namespace
+
 std::string
 human_time(const std::string& rfc3339)
 {
@@ -570,8 +576,13 @@ human_time(const std::string& rfc3339)
   if (then < 0) {
     return rfc3339;
   }
-  // "2026-11-30 09:01" from "2026-11-30T09:01:02.123Z".
-  return util::relative_time(then, util::now_ns()) + " (" + rfc3339.substr(0, 10) + " " + rfc3339.substr(11, 5) + ")";
+  return util::relative_time(then, util::now_ns()) + " (" + util::format_clock_time(then, g_utc) + ")";
+}
+
+void
+use_utc(bool utc)
+{
+  g_utc = utc;
 }
 
 bool
@@ -641,11 +652,54 @@ read_build_index(const store::Store& store, Context& context, const store::Build
   }
   report_problems(context, store.location(), index->problems);
   if (index->events.empty()) {
-    print_error(context,
-                "no build " + ref.build + " of project " + ref.project + " in " + store.location() + std::string(hint));
+    if (known_project(store, ref.project, context)) {
+      print_error(context,
+                  "no build " + ref.build + " of project " + ref.project + " in " + store.location()
+                    + std::string(hint));
+    }
     return std::nullopt;
   }
   return std::move(*index);
+}
+
+bool
+known_project(const store::Store& store, const std::string& project, Context& context)
+{
+  auto builds = store.list_builds();
+  if (!builds) {
+    print_error(context, builds.error().message);
+    return false;
+  }
+  std::set<std::string> projects;
+  for (const store::BuildRef& ref : *builds) {
+    projects.insert(ref.project);
+  }
+  if (projects.contains(project)) {
+    return true;
+  }
+  // The same name in another case first ("mylib" for "MYLIB"), else the
+  // nearest by edit distance, within a third of the name.
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+  };
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, project.size() / 3) + 1;
+  for (const std::string& name : projects) {
+    const size_t distance = lower(name) == lower(project) ? 0 : util::edit_distance(project, name);
+    if (distance < best_distance) {
+      best = name;
+      best_distance = distance;
+    }
+  }
+  std::string message = "no project " + project + " in the store " + store.location();
+  if (!best.empty()) {
+    message += "; did you mean '" + best + "'?";
+  } else {
+    message += " (fingerprint builds lists the projects it has)";
+  }
+  print_error(context, message);
+  return false;
 }
 
 void

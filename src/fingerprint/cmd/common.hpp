@@ -30,7 +30,8 @@ inline constexpr OptionSpec k_store_option{"store",
                                            OptionKind::value,
                                            "DIR|URL",
                                            "the fingerprint store: a directory or postgresql://..."};
-inline constexpr OptionSpec k_help_option{"help", OptionKind::flag, {}, "show this command's help"};
+inline constexpr OptionSpec k_help_option{"help", OptionKind::flag, {}, "show this command's help (also -h)"};
+inline constexpr OptionSpec k_utc_option{"utc", OptionKind::flag, {}, "times in UTC rather than local time ($TZ)"};
 
 // "fingerprint: <message>" on standard error.
 void print_error(Context& context, std::string_view message);
@@ -184,9 +185,11 @@ void put_path(nlohmann::ordered_json& object, const std::string& name, const std
 // than an exception.
 std::string dump_json(const nlohmann::ordered_json& value);
 
-// An event's time for people: "3 min ago (2026-11-30 09:01)"; the text as
-// stored when it is not RFC 3339. --json keeps the exact time.
+// An event's time for people: "3 min ago (2026-11-30 10:01 +01:00)", local
+// time as $TZ says, or UTC after use_utc(true) (--utc); the text as stored
+// when it is not RFC 3339. --json keeps the exact time, always UTC.
 std::string human_time(const std::string& rfc3339);
+void use_utc(bool utc);
 
 // Colour only on a terminal, and never when NO_COLOR is set (no-color.org).
 bool use_colour(std::FILE* stream);
@@ -220,6 +223,10 @@ std::optional<store::LogContents> read_build_index(const store::Store& store,
                                                    Context& context,
                                                    const store::BuildRef& ref,
                                                    std::string_view hint = {});
+
+// Whether the store has builds of `project`; when it has none, says so
+// with the project it likely meant ("did you mean 'MYLIB'?").
+bool known_project(const store::Store& store, const std::string& project, Context& context);
 
 // Writes `text` to the context's output.
 void write_out(Context& context, std::string_view text);

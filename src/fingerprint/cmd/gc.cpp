@@ -17,7 +17,7 @@ constexpr OptionSpec k_options[] = {
   {"keep-builds",
    OptionKind::value,
    "N",
-   "keep only the N newest builds of each project and target (by sequence within a build tree)"},
+   "keep only the N newest builds of each project and target in each build tree (by sequence within it)"},
   {"json", OptionKind::flag, {}, "print the summary as JSON"},
 };
 
@@ -153,6 +153,14 @@ run(const Args& args, Context& context, Prepared& prepared)
     out["reverse_indexes_rewritten"] = result.reverse_indexes.rewritten;
     out["reverse_indexes_removed"] = result.reverse_indexes.removed;
     out["errors"] = result.failures;
+    auto& builds = out["builds"] = nlohmann::ordered_json::array();
+    for (const auto& build : plan->dropped_builds) {
+      nlohmann::ordered_json entry = {{"project", build.project}, {"build", build.build}, {"host", build.host}};
+      put_path(entry, "build_dir", build.build_dir);
+      entry["time"] = build.newest;
+      entry["targets"] = build.targets;
+      builds.push_back(std::move(entry));
+    }
     auto& corrections = out["times_corrected"] = nlohmann::ordered_json::array();
     for (const auto& fix : plan->corrections) {
       corrections.push_back({{"project", fix.project},
@@ -164,6 +172,21 @@ run(const Args& args, Context& context, Prepared& prepared)
     write_out(context, dump_json(out));
   } else {
     const std::string verb = dry_run ? "would drop " : "dropped ";
+    // Each build that loses events, then the counts.
+    std::string listing;
+    for (const auto& build : plan->dropped_builds) {
+      std::string targets;
+      for (size_t i = 0; i < build.targets.size() && i < 3; ++i) {
+        targets += (i == 0 ? "" : ", ") + build.targets[i];
+      }
+      if (build.targets.size() > 3) {
+        targets += " and " + std::to_string(build.targets.size() - 3) + " more";
+      }
+      listing += "gc: " + verb + "build " + build.build + " of " + build.project + " in "
+                 + display_path(build.build_dir) + " on " + build.host + ", " + human_time(build.newest) + " ("
+                 + (build.targets.size() == 1 ? "target " : "targets ") + targets + ")\n";
+    }
+    write_out(context, listing);
     write_out(
       context,
       "gc: " + verb + std::to_string(result.events_dropped) + " events of " + std::to_string(builds_dropped) + " of "

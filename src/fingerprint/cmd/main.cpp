@@ -1,5 +1,6 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
+#include <fingerprint/cmd/manual.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <csignal>
@@ -14,14 +15,7 @@ namespace fingerprint::cmd {
 
 namespace {
 
-constexpr std::string_view k_overview = "usage: fingerprint [--store DIR|URL] <command> [options] [arguments]\n"
-                                        "\n"
-                                        "Records which build produced each artifact and which builds consumed it,\n"
-                                        "in a store shared by every project: --store DIR, else $FINGERPRINT_DIR,\n"
-                                        "else ${XDG_DATA_HOME:-$HOME/.local/share}/fingerprint. A store may also\n"
-                                        "be a PostgreSQL database: --store postgresql://user@host:port/db.\n"
-                                        "\n"
-                                        "commands:\n";
+constexpr const OptionSpec* k_common_options[] = {&k_store_option, &k_utc_option, &k_help_option};
 
 std::span<const Command* const>
 table()
@@ -49,14 +43,15 @@ find_command(std::string_view name)
 std::string
 overview()
 {
-  std::string text(k_overview);
+  std::string text = "usage: fingerprint [--store DIR|URL] [--utc] <command> [options] [arguments]\n\n"
+                     + std::string(k_description) + "\ncommands:\n";
   for (const Command* command : table()) {
     std::string name(command->name);
     name.resize(12, ' ');
     text += "  " + name + std::string(command->summary) + "\n";
   }
   text += "  help        show this list, or one command's options: fingerprint help <command>\n";
-  text += "\nexit status: 0 success, 1 failure or a negative answer, 2 usage error\n";
+  text += "\n" + std::string(k_exit_status_text);
   return text;
 }
 
@@ -79,8 +74,9 @@ command_help(const Command& command)
   for (const OptionSpec& spec : command.options) {
     add(spec);
   }
-  add(k_store_option);
-  add(k_help_option);
+  for (const OptionSpec* spec : k_common_options) {
+    add(*spec);
+  }
   return text;
 }
 
@@ -114,6 +110,60 @@ unknown_command(Context& context, std::string_view name)
     message += "; did you mean '" + std::string(best) + "'?";
   }
   return usage_error(context, message);
+}
+
+constexpr std::string_view k_help_help =
+  "usage: fingerprint help [COMMAND] | help --format man|bash-completion\n"
+  "\n"
+  "the list of commands, or COMMAND's usage and options (as fingerprint COMMAND --help, or -h);\n"
+  "--format man prints the manual page, bash-completion the shell completion (both made from\n"
+  "the command table, as the build installs them)\n";
+
+int
+help(const std::vector<std::string>& rest, Context& context)
+{
+  if (rest.empty()) {
+    write_out(context, overview());
+    return k_exit_ok;
+  }
+  if (rest.front() == "help" || rest.front() == "--help" || rest.front() == "-h") {
+    write_out(context, k_help_help);
+    return k_exit_ok;
+  }
+  if (rest.front() == "--format" || rest.front().starts_with("--format=")) {
+    const std::string format = rest.front() == "--format" ? (rest.size() > 1 ? rest[1] : "") : rest.front().substr(9);
+    if (format == "man") {
+      write_out(context, man_page(table(), FINGERPRINT_VERSION));
+      return k_exit_ok;
+    }
+    if (format == "bash-completion") {
+      write_out(context, bash_completion(table()));
+      return k_exit_ok;
+    }
+    return usage_error(context, "help: --format man or --format bash-completion", "help");
+  }
+  const Command* command = find_command(rest.front());
+  if (command == nullptr) {
+    return unknown_command(context, rest.front());
+  }
+  write_out(context, command_help(*command));
+  return k_exit_ok;
+}
+
+// -h asks for help as --help does, wherever it comes before "--" (after
+// it, it is the wrapped command's).
+bool
+asks_for_help(const std::vector<std::string>& arguments)
+{
+  for (const std::string& argument : arguments) {
+    if (argument == "--") {
+      return false;
+    }
+    if (argument == "-h") {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Checks the arguments' count and --algorithm, opens the store and loads
@@ -164,6 +214,12 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
     return k_exit_failure;
   }
   prepared.store = std::move(*opened);
+  // A query about a project the store does not have is "not recorded",
+  // alike for every command that takes --project.
+  if (const auto project = args.value("project");
+      access == store::Access::read && project && !known_project(*prepared.store, *project, context)) {
+    return k_exit_failure;
+  }
   if (command.needs == Needs::artifact) {
     const std::string& argument = args.positional().front();
     int failure = k_exit_failure;
@@ -186,8 +242,8 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
 int
 run(std::vector<std::string> arguments, Context& context)
 {
-  // Options before the command: --store, --help, --version.
-  std::vector<std::string> global_store;
+  // Options before the command: --store, --utc, --help, --version.
+  std::vector<std::string> global;
   size_t i = 0;
   for (; i < arguments.size() && arguments[i].starts_with("-"); ++i) {
     const std::string& argument = arguments[i];
@@ -200,9 +256,10 @@ run(std::vector<std::string> arguments, Context& context)
       return k_exit_ok;
     }
     if (argument == "--store" && i + 1 < arguments.size()) {
-      global_store = {argument, arguments[++i]};
-    } else if (argument.starts_with("--store=")) {
-      global_store = {argument};
+      global.push_back(argument);
+      global.push_back(arguments[++i]);
+    } else if (argument.starts_with("--store=") || argument == "--utc") {
+      global.push_back(argument);
     } else {
       return usage_error(context, "unknown option '" + argument + "' before the command");
     }
@@ -214,25 +271,21 @@ run(std::vector<std::string> arguments, Context& context)
   const std::string name = arguments[i];
   std::vector<std::string> rest(arguments.begin() + static_cast<ptrdiff_t>(i) + 1, arguments.end());
   if (name == "help") {
-    if (rest.empty()) {
-      write_out(context, overview());
-      return k_exit_ok;
-    }
-    const Command* command = find_command(rest.front());
-    if (command == nullptr) {
-      return unknown_command(context, rest.front());
-    }
-    write_out(context, command_help(*command));
-    return k_exit_ok;
+    return help(rest, context);
   }
   const Command* command = find_command(name);
   if (command == nullptr) {
     return unknown_command(context, name);
   }
-  rest.insert(rest.begin(), global_store.begin(), global_store.end());
+  if (asks_for_help(rest)) {
+    write_out(context, command_help(*command));
+    return k_exit_ok;
+  }
+  rest.insert(rest.begin(), global.begin(), global.end());
   std::vector<OptionSpec> specs(command->options.begin(), command->options.end());
-  specs.push_back(k_store_option);
-  specs.push_back(k_help_option);
+  for (const OptionSpec* spec : k_common_options) {
+    specs.push_back(*spec);
+  }
   auto args = Args::parse(rest, specs);
   if (!args) {
     return usage_error(context, std::string(command->name) + ": " + args.error().message, command->name);
@@ -241,6 +294,7 @@ run(std::vector<std::string> arguments, Context& context)
     write_out(context, command_help(*command));
     return k_exit_ok;
   }
+  use_utc(args->flag("utc"));
   return set_up_and_run(*command, *args, context);
 }
 

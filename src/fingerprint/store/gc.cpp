@@ -164,7 +164,9 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
     GcUnit unit;
   };
   std::map<std::string, bool> exists; // build tree -> whether it is there
-  std::map<std::pair<std::string, std::string>, std::vector<Ranked>> by_target;
+  // --keep-builds counts each target's builds per build tree: a newer
+  // tree's builds must not push out an older tree's, still installed.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<Ranked>> by_target;
   for (const auto& [unit, facts] : units) {
     int64_t when = util::parse_rfc3339(facts.newest);
     const auto in_tree = corrected.find({unit.project, unit.build});
@@ -187,10 +189,11 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
     } else if (policy.keep_builds > 0) {
       // A sequenced build ranks by its tree's corrected time (the same for
       // all its targets), so that one target's order follows the sequence.
+      auto& list = by_target[{unit.project, unit.target, facts.host, facts.build_dir}];
       if (in_tree != corrected.end()) {
-        by_target[{unit.project, unit.target}].push_back({in_tree->second, sequenced(unit.build)->number, unit});
+        list.push_back({in_tree->second, sequenced(unit.build)->number, unit});
       } else {
-        by_target[{unit.project, unit.target}].push_back({when, 0, unit});
+        list.push_back({when, 0, unit});
       }
     }
   }
@@ -202,6 +205,25 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
       plan.dropped.insert(list[i].unit);
     }
   }
+
+  // What goes, per build: for people to read before it goes.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, GcDroppedBuild> dropped_builds;
+  for (const GcUnit& unit : plan.dropped) {
+    const UnitFacts& facts = units.at(unit);
+    auto& build = dropped_builds[{unit.project, unit.build, facts.host, facts.build_dir}];
+    build.project = unit.project;
+    build.build = unit.build;
+    build.host = facts.host;
+    build.build_dir = facts.build_dir;
+    build.newest = std::max(build.newest, facts.newest);
+    build.targets.push_back(unit.target);
+  }
+  for (auto& [key, build] : dropped_builds) {
+    plan.dropped_builds.push_back(std::move(build));
+  }
+  std::stable_sort(plan.dropped_builds.begin(), plan.dropped_builds.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.project, a.newest) < std::tie(b.project, b.newest);
+  });
   return plan;
 }
 

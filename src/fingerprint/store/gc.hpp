@@ -27,8 +27,9 @@ struct GcPolicy
   // Builds whose newest event is older than this (-1: no age limit).
   int64_t max_age_ns = -1;
   int64_t now_ns = 0;
-  // Keep only the newest N builds of each project and target (-1: all).
-  // Newest by time, but by sequence within one build tree (GcTimeCorrection).
+  // Keep only the newest N builds of each project and target in each build
+  // tree (-1: all). Newest by time, but by sequence within one build tree
+  // (GcTimeCorrection).
   long keep_builds = -1;
 };
 
@@ -62,12 +63,24 @@ struct GcTimeCorrection
   std::string later_build; // the later build of its tree that has that time
 };
 
+// One build that loses events: all of them, or those of `targets`.
+struct GcDroppedBuild
+{
+  std::string project;
+  std::string build;
+  std::string host;
+  std::string build_dir;
+  std::string newest; // its newest event's time
+  std::vector<std::string> targets;
+};
+
 struct GcPlan
 {
   size_t builds_seen = 0;
   std::set<GcUnit> dropped;
-  std::vector<LogProblem> problems;          // unreadable lines met in the build index
-  std::vector<GcTimeCorrection> corrections; // builds whose time was taken from their tree's sequence
+  std::vector<LogProblem> problems;           // unreadable lines met in the build index
+  std::vector<GcTimeCorrection> corrections;  // builds whose time was taken from their tree's sequence
+  std::vector<GcDroppedBuild> dropped_builds; // by project, oldest first
 
   // How many (project, build) pairs lose events.
   size_t builds_dropped() const;

@@ -110,6 +110,27 @@ parse_rfc3339(std::string_view text)
 }
 
 std::string
+format_clock_time(int64_t ns_since_epoch, bool utc)
+{
+  const time_t seconds = static_cast<time_t>(ns_since_epoch / 1'000'000'000);
+  struct tm parts
+  {};
+  if (utc) {
+    ::gmtime_r(&seconds, &parts);
+  } else {
+    ::tzset(); // localtime_r need not read $TZ itself
+    ::localtime_r(&seconds, &parts);
+  }
+  char text[64];
+  const size_t size = std::strftime(text, sizeof text, utc ? "%Y-%m-%d %H:%M UTC" : "%Y-%m-%d %H:%M %z", &parts);
+  std::string result(text, size);
+  if (!utc && result.size() >= 5) {
+    result.insert(result.size() - 2, ":"); // ISO 8601's "+01:00" rather than strftime's "+0100"
+  }
+  return result;
+}
+
+std::string
 relative_time(int64_t then_ns, int64_t now_ns)
 {
   const int64_t seconds = (now_ns - then_ns) / 1'000'000'000;

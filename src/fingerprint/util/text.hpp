@@ -26,6 +26,11 @@ std::string format_rfc3339(int64_t ns_since_epoch);
 // is not of that form.
 int64_t parse_rfc3339(std::string_view text);
 
+// The moment `ns_since_epoch` for people, to the minute, with its offset:
+// local time as $TZ (else /etc/localtime) says, "2026-11-30 10:01 +01:00",
+// or with `utc`, "2026-11-30 09:01 UTC".
+std::string format_clock_time(int64_t ns_since_epoch, bool utc);
+
 // How long before `now_ns` the moment `then_ns` was, for people: "just now",
 // "42 s ago", "3 min ago", "5 h ago", "2 days ago"; "in the future" when a
 // clock was off.

@@ -1,3 +1,7 @@
 #include "phrase.hpp"
 #include <cstdio>
-int main() { std::puts(phrase().c_str()); }
+int
+main()
+{
+  std::puts(phrase().c_str());
+}

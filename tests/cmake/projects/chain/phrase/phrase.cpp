@@ -1,3 +1,8 @@
 #include "phrase.hpp"
+
 #include "word.hpp"
-std::string phrase() { return std::string("a ") + word(); }
+std::string
+phrase()
+{
+  return std::string("a ") + word();
+}

@@ -1,2 +1,6 @@
 #include "word.hpp"
-const char* word() { return "chain"; }
+const char*
+word()
+{
+  return "chain";
+}
