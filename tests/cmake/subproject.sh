@@ -14,6 +14,7 @@ expect_in out "Fingerprinting 2 targets into $FINGERPRINT_DIR with $T/b/fingerpr
   "the in-tree runner is used for the project's two targets, into the environment's store"
 expect_eq "$(cache_value "$T/b" CMAKE_BUILD_TYPE)" Release "the parent's CMAKE_BUILD_TYPE=Release is kept"
 build "$T/b" -j 2
+expect_not_in both "warning:" "the static runner (and everything else) builds without a warning"
 run "$FP" show --json "$T/b/checkout_app"
 expect_rc 0 "the project's program is recorded"
 run "$FP" consumers --json "$T/b/libcheckout_lib.a"
