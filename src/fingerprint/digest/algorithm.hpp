@@ -37,4 +37,9 @@ size_t digest_size(Algorithm algorithm);
 // doing it per file was a measured bottleneck (docs/ARCHITECTURE.md, "The digest engine").
 const EVP_MD* evp_md(Algorithm algorithm);
 
+// Sets OpenSSL up once for the process, as every use of it here wants it
+// (algorithm.cpp says what it leaves out and why); evp_md() and the
+// signing code call it first.
+void initialize_openssl();
+
 } // namespace fingerprint::digest

@@ -1,3 +1,4 @@
+#include <fingerprint/digest/algorithm.hpp>
 #include <fingerprint/digest/hasher.hpp>
 #include <fingerprint/digest/signing.hpp>
 #include <fingerprint/util/fd.hpp>
@@ -153,6 +154,7 @@ key_id(std::string_view raw_public)
 Expected<SigningKey>
 SigningKey::generate()
 {
+  initialize_openssl();
   EVP_PKEY* made = nullptr;
   std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr),
                                                                   &EVP_PKEY_CTX_free);
@@ -208,6 +210,7 @@ read_plain_pkcs8(std::string_view pem)
 Expected<SigningKey>
 SigningKey::load(const std::string& path)
 {
+  initialize_openssl();
   auto text = util::read_regular_file(path);
   if (!text) {
     return text.error(); // it names the path
@@ -272,6 +275,7 @@ verify_signature(std::string_view raw_public, std::string_view message, std::str
   if (raw_public.size() != 32 || signature.size() != 64) {
     return false;
   }
+  initialize_openssl();
   Pkey key(EVP_PKEY_new_raw_public_key(
     EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw_public.data()), raw_public.size()));
   MdCtx ctx(EVP_MD_CTX_new());
@@ -289,6 +293,7 @@ verify_signature(std::string_view raw_public, std::string_view message, std::str
 Expected<std::string>
 public_key_from_pem(std::string_view pem, const std::string& where)
 {
+  initialize_openssl();
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   Pkey key(bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (!key) {
