@@ -60,9 +60,11 @@ def jsonl_lines(*paths):
 
 def page_summary(path, kind):
     """Facts about an SVG (KIND svg) or an HTML page or a DOM dumped by
-    Chromium (KIND html), as JSON for expect_json_each: an SVG's root and
-    graph nodes; a page's rows, graph nodes, ready and error markers, and
-    the JSON its <script id="graph-data"> holds (null when it does not parse)."""
+    Chromium (KIND html), as JSON for expect_json_each: an SVG's root, graph
+    nodes, title, legend, fills and fonts; a page's rows, the nodes and
+    edges of the drawing it shows (not of one it hides), its panel, ready
+    and error markers, and the JSON its <script id="graph-data"> holds
+    (null when it does not parse)."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if kind == "svg":
@@ -71,7 +73,8 @@ def page_summary(path, kind):
     page = _Page()
     page.feed(text)
     d = page.d
-    d["tables"] = {t: len([r for r in d["rows"] if r["table"] == t]) for t in ("artifacts", "producers", "consumers")}
+    d["tables"] = {t: len([r for r in d["rows"] if r["table"] == t])
+                   for t in ("builds", "artifacts", "producers", "consumers")}
     # What could make the browser fetch something: a URL scheme (the SVG
     # namespace declarations aside), a src/href/srcset attribute, url() other
     # than a #fragment, @import, or an element that loads by nature.
@@ -90,19 +93,41 @@ def _svg_summary(text):
         root = ET.fromstring(text)
     except ET.ParseError as e:
         return {"xml_error": str(e)}
-    nodes = [g.find(ns + "title").text for g in root.iter(ns + "g") if g.get("class") == "node"]
-    return {"xml_error": None, "root": root.tag, "nodes": nodes}
+    groups = list(root.iter(ns + "g"))
+    nodes = [g.find(ns + "title").text for g in groups if g.get("class") == "node"]
+    graph = next((g for g in groups if g.get("class") == "graph"), root)
+    # The graph's own label (title, legend, note) is its direct <text>s; a
+    # legend entry is a text on a filled cell: {text: fill}.
+    heading = [t.text or "" for t in graph.findall(ns + "text")]
+    legend, fill = {}, None
+    for child in graph:
+        if child.tag == ns + "polygon" and child.get("fill") not in ("none", "white", "transparent"):
+            fill = child.get("fill")
+        elif child.tag == ns + "text":
+            if fill:
+                legend[child.text] = fill
+            fill = None
+    fills = {g.find(ns + "title").text: [p.get("fill") for p in g if p.tag in (ns + "path", ns + "polygon")]
+             for g in groups if g.get("class") == "node"}
+    width, height = (float(re.sub(r"[a-z]+$", "", root.get(k, "0"))) for k in ("width", "height"))
+    return {"xml_error": None, "root": root.tag, "nodes": nodes, "heading": heading,
+            "legend": legend,
+            "fills": fills, "fonts": sorted({t.get("font-family") for t in root.iter(ns + "text")}),
+            "width": width, "height": height}
 
 
 class _Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.d = {"ready": None, "error": None, "tags": [], "ids": [], "rows": [], "nodes": [],
-                  "count": "", "graph_data": None, "graph_data_raw": None, "layout": False, "notes": []}
+                  "count": "", "graph_data": None, "graph_data_raw": None, "layout": False, "notes": [],
+                  "edges": [], "panel": None}
         self.table = None
         self.tbody = False
         self.row = self.node = self.into = None
         self.script = None
+        self.hidden_view = False  # inside the drawing the page does not show
+        self.panel = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -119,8 +144,14 @@ class _Page(html.parser.HTMLParser):
             self.tbody = True
         elif tag == "tr" and self.tbody:
             self.row = {"table": self.table, "hidden": "hidden" in a, "text": ""}
-        elif tag == "g" and "node" in a.get("class", "").split():
-            self.node = {"title": "", "dim": "dim" in a.get("class", "").split()}
+        elif tag == "div" and "view" in a.get("class", "").split():
+            self.hidden_view = "hidden" in a
+        elif tag == "aside" and a.get("id") == "panel":
+            self.panel = d["panel"] = {"hidden": "hidden" in a, "kind": a.get("data-kind"), "text": ""}
+        elif tag == "g" and {"node", "edge"} & set(a.get("class", "").split()) and not self.hidden_view:
+            classes = a.get("class", "").split()
+            self.node = {"title": "", "kind": classes[0] if classes[0] in ("node", "edge") else classes[1],
+                         "dim": "dim" in classes, "match": "match" in classes, "open": "open" in classes}
         elif tag == "title" and self.node is not None:
             self.into = "node"
         elif tag == "span" and a.get("id") == "count":
@@ -128,7 +159,7 @@ class _Page(html.parser.HTMLParser):
         elif tag == "p" and "note" in a.get("class", ""):
             d["notes"].append("")
             self.into = "note"
-        elif tag == "svg" and a.get("id") == "layout":
+        elif tag == "svg" and "layout" in a.get("class", "").split():
             d["layout"] = True
         elif tag == "script" and a.get("id") == "graph-data":
             self.script = ""
@@ -141,8 +172,12 @@ class _Page(html.parser.HTMLParser):
         elif tag == "tbody":
             self.tbody = False
         elif tag == "title" and self.into == "node":
-            self.d["nodes"].append(self.node)
+            self.d["nodes" if self.node.pop("kind") == "node" else "edges"].append(self.node)
             self.node = self.into = None
+        elif tag == "div":
+            self.hidden_view = False
+        elif tag == "aside":
+            self.panel = None
         elif tag in ("span", "p"):
             self.into = None
         elif tag == "script" and self.script is not None:
@@ -153,6 +188,8 @@ class _Page(html.parser.HTMLParser):
             self.script = None
 
     def handle_data(self, data):
+        if self.panel is not None:
+            self.panel["text"] += data + " "
         if self.row is not None:
             self.row["text"] += data + " "
         if self.script is not None:

@@ -102,6 +102,11 @@ expect_json_each svg.json <<EOF
 --format svg is XML :: d['xml_error'] is None
 an SVG document :: d['root'] == '{http://www.w3.org/2000/svg}svg'
 with a node per project :: sorted(d['nodes']) == sorted($PROJECTS)
+a title and what it shows :: d['heading'][0] == 'Fingerprint build graph' and d['heading'][1].startswith('4 projects, 4 edges')
+each project its own colour :: len({f[0] for f in d['fills'].values()}) == 4
+a legend naming each project's colour :: d['legend'] == {p: d['fills'][p][0] for p in $PROJECTS}
+a sans-serif font throughout :: d['fonts'] == ['Helvetica,Arial,sans-serif']
+not a strip (left to right, this chain is 2.9 times as wide as high) :: 0.5 <= d['width'] / d['height'] <= 2
 EOF
 run "$FP" --store S graph --format svg --project core --output core.svg
 expect_rc 0 "graph --format svg --output FILE"
@@ -132,7 +137,7 @@ run env PATH="$T/faildot" "$FP" --store S graph --format svg
 expect_rc 1 "svg when dot fails"
 expect_in err "exit status 3): Error: this dot refuses" "the error carries dot's exit status and message"
 
-# Edges that pass 700 long names: a DOT label of 400 KB, beyond Graphviz's
+# Edges that pass 700 long names: a DOT tooltip of 400 KB, beyond Graphviz's
 # 16 KiB limit on one quoted string, and more than a socket or pipe buffers.
 mkdir big
 name=$(printf 'x%.0s' {1..190})
@@ -156,6 +161,9 @@ expect_rc 1 "svg through a dot that stops reading (not killed by SIGPIPE: 141)"
 expect_in err "exit status 4): dot: stopped reading" "and its message"
 
 # ---- The HTML page, as written ---------------------------------------------
+# Its script draws the tables and panels from the JSON it carries: the
+# page as written holds the data, the rendered DOM (below, in Chromium)
+# the rows.
 
 run "$FP" --store S graph --format html --output main.html
 expect_rc 0 "graph --format html --output"
@@ -165,20 +173,21 @@ no URL the browser could fetch :: d['network'] == []
 a Content-Security-Policy forbids any request :: d['csp']
 dot's SVG is inline :: 'svg' in d['tags'] and not d['layout']
 the graph's nodes are the projects :: sorted(n['title'] for n in d['nodes']) == sorted($PROJECTS)
-one artifact row per artifact :: d['tables']['artifacts'] == 4
-one producer row per produced file and build :: d['tables']['producers'] == 4
-one consumer row per consumed file :: d['tables']['consumers'] == 4
-artifacts: name, path, digest and size :: any(r['text'].split()[:2] == ['lib.so', '$T/lib.so'] and 'sha256:$(sha256sum lib.so | cut -c1-64)' in r['text'] and '4 B' in r['text'] for r in d['rows'])
-producers: project, target and build :: any(r['table'] == 'producers' and r['text'].split()[:5] == ['app', 'produced', 'apps', 'app', '7'] for r in d['rows'])
-consumers: who and to produce what :: any(r['table'] == 'consumers' and r['text'].split()[:5] == ['app', 'dist', 'bundle', '3', 'bundle.tar'] for r in d['rows'])
-names are escaped, not markup :: 'i' not in d['tags'] and any('$PWN_PY' in r['text'] for r in d['rows'])
+and its edges :: sorted(e['title'] for e in d['edges']) == ['apps->dist', 'core->apps', 'core->dist', 'dist->$DOCS']
+the page's data: one artifact per artifact :: sorted(a['paths'][0].rsplit('/', 1)[1] for a in d['graph_data']['artifacts']) == ['app', 'bundle.tar', 'doc.html', 'lib.so']
+one event per produced file and build, and per consumed file :: sorted(e['kind'] for e in d['graph_data']['events']) == ['consumed'] * 4 + ['produced'] * 4
+one build per build :: sorted((b['project'], b['build']) for b in d['graph_data']['builds']) == sorted([('apps', '7'), ('core', '1'), ('dist', '3'), ('$DOCS', '1')])
+each edge with the artifacts it passes :: [len(e['artifacts']) for e in d['graph_data']['edges']] == [1, 1, 1, 1]
+a colour per project :: sorted(d['graph_data']['colours']) == sorted($PROJECTS) and len(set(d['graph_data']['colours'].values())) == 4
+names are escaped, not markup :: 'i' not in d['tags'] and 'pwn' not in d['ids']
 the graph data parses as JSON :: d['graph_data']['nodes'] == $PROJECTS
+no toolchain drawing when every file read was built here :: d['graph_data']['toolchain'] is None
 EOF
 run "$FP" --store S graph --format html --project apps --output apps.html
 summary apps.html html apps.json
 expect_json_each apps.json <<EOF
 --project apps: the graph has apps and its neighbours :: sorted(n['title'] for n in d['nodes']) == ['apps', 'core', 'dist']
---project apps: the artifacts apps produced or consumed :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'lib.so']
+--project apps: the artifacts apps produced or consumed (and, by digest only, what they went into) :: sorted(a['paths'][0].rsplit('/', 1)[1] for a in d['graph_data']['artifacts'] if a['paths']) == ['app', 'lib.so']
 EOF
 run env PATH="$T/nodot" "$FP" --store S graph --format html --artifacts --output nodot.html
 expect_rc 0 "html without Graphviz's dot"
@@ -227,16 +236,18 @@ expect_in out "3 toolchain/system files hidden" "and dot's SVG says how many it 
 run "$FP" --store H graph --format html --output hidden.html
 summary hidden.html html hidden.json
 expect_json_each hidden.json <<EOF
-html: the artifact table counts what it hides :: any(n.startswith('3 toolchain/system files hidden') for n in d['notes'])
-html: only the produced artifacts :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'lib.so']
+html: the page counts what it hides :: any(n.startswith('3 toolchain/system files hidden') for n in d['notes'])
+html: the drawing shown has the two projects only :: sorted(n['title'] for n in d['nodes']) == ['apps', 'core']
+html: a second drawing, behind the toggle, draws them from their origin :: sorted(d['graph_data']['toolchain']['nodes']) == ['(no producer)', 'apps', 'core']
+html: the hidden files are in the data, marked :: sorted(a['paths'][0].rsplit('/', 1)[1] for a in d['graph_data']['artifacts'] if a['toolchain']) == ['crt1.o', 'main.c', 'stdio.h']
+html: toggle off :: not d['graph_data']['show_toolchain']
 html: still no URL :: d['network'] == []
 EOF
 run "$FP" --store H graph --format html --all --output hidden-all.html
 summary hidden-all.html html hidden-all.json
 expect_json_each hidden-all.json <<EOF
-html --all: every artifact :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'crt1.o', 'lib.so', 'main.c', 'stdio.h']
-html --all: with each consumer row's role :: sorted(r['text'].split()[5] for r in d['rows'] if r['table'] == 'consumers') == ['compile', 'compile', 'link', 'link']
-html --all: nothing hidden :: not any('hidden' in n for n in d['notes'])
+html --all: the toggle on, the toolchain's drawing shown :: d['graph_data']['show_toolchain'] and sorted(n['title'] for n in d['nodes']) == ['(no producer)', 'apps', 'core']
+html --all: nothing said hidden :: not any('hidden' in n for n in d['notes'])
 EOF
 
 # ---- The page in Chromium ------------------------------------------------
@@ -264,8 +275,13 @@ its script ran to the end :: d['ready'] == '1'
 without an error :: d['error'] is None
 the projects are in the rendered graph :: sorted(n['title'] for n in d['nodes']) == sorted($PROJECTS)
 no node dimmed without a search :: not any(n['dim'] for n in d['nodes'])
-every row shown :: len(d['rows']) == 12 and not any(r['hidden'] for r in d['rows'])
-the count says so :: d['count'] == '12 rows'
+a row per build, artifact, produced file and build, consumed file :: d['tables'] == {'builds': 4, 'artifacts': 4, 'producers': 4, 'consumers': 4}
+the count says so :: d['count'] == '16 rows'
+artifacts: name, path, digest and size :: any(r['text'].split()[:2] == ['lib.so', '$T/lib.so'] and 'sha256:$(sha256sum lib.so | cut -c1-12)' in r['text'] and '4 B' in r['text'] for r in d['rows'])
+producers: project, target and build :: any(r['table'] == 'producers' and r['text'].split()[:5] == ['app', 'produced', 'apps', 'app', '7'] for r in d['rows'])
+consumers: who and to produce what :: any(r['table'] == 'consumers' and r['text'].split()[:5] == ['app', 'dist', 'bundle', '3', 'bundle.tar'] for r in d['rows'])
+times for people :: all(r['text'].split()[-2:] in (['min', 'ago'], ['s', 'ago'], ['just', 'now']) for r in d['rows'] if r['table'] == 'consumers')
+no panel open :: d['panel']['hidden']
 no markup from the data :: 'i' not in d['tags'] and 'pwn' not in d['ids']
 names with markup in them read as text :: any('$PWN_PY' in r['text'] and '$DOCS' in r['text'] for r in d['rows'] if r['table'] == 'producers')
 EOF
@@ -273,10 +289,23 @@ EOF
   browse "file://$T/main.html#q=bundle.tar%20DIST" dom-search.json "the page searching for 'bundle.tar DIST'"
   expect_json_each dom-search.json <<EOF
 its script ran to the end :: d['ready'] == '1' and d['error'] is None
-rows with both words stay :: sorted((r['table'], r['text'].split()[0]) for r in d['rows'] if not r['hidden']) == [('artifacts', 'bundle.tar'), ('consumers', 'app'), ('consumers', 'lib.so'), ('producers', 'bundle.tar')]
-each hidden row lacks a word :: all(not ('bundle.tar' in r['text'] and 'dist' in r['text'].lower()) for r in d['rows'] if r['hidden'])
-the count says so :: d['count'] == '4 of 12 rows'
+rows with both words stay, the others go :: sorted((r['table'], r['text'].split()[0]) for r in d['rows']) == [('artifacts', 'bundle.tar'), ('consumers', 'app'), ('consumers', 'lib.so'), ('producers', 'bundle.tar')]
+the count says so :: d['count'] == '4 of 16 rows'
 graph nodes that do not match are dimmed :: len(d['nodes']) == 4 and all(n['dim'] for n in d['nodes'])
+the edge that passes bundle.tar into dist's reader is marked, the others dimmed :: [e['title'] for e in d['edges'] if e['match']] == ['dist->$DOCS'] and sum(e['dim'] for e in d['edges']) == 3
+EOF
+  browse "file://$T/hidden.html#toolchain=1" dom-toolchain.json "the page with the toolchain's files shown"
+  expect_json_each dom-toolchain.json <<EOF
+its script ran to the end :: d['ready'] == '1' and d['error'] is None
+#toolchain=1 shows the toolchain's drawing :: sorted(n['title'] for n in d['nodes']) == ['(no producer)', 'apps', 'core']
+and their rows :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'crt1.o', 'lib.so', 'main.c', 'stdio.h']
+with each consumer row's role :: sorted(r['text'].split()[5] for r in d['rows'] if r['table'] == 'consumers') == ['compile', 'compile', 'link', 'link']
+EOF
+  browse "file://$T/hidden.html#artifact=sha256:$(sha256sum lib.so | cut -c1-64)" dom-panel.json "the page with an artifact's panel open"
+  expect_json_each dom-panel.json <<EOF
+without the toggle only the built files' rows :: sorted(r['text'].split()[0] for r in d['rows'] if r['table'] == 'artifacts') == ['app', 'lib.so']
+#artifact=DIGEST opens its panel :: not d['panel']['hidden'] and d['panel']['kind'] == 'artifact'
+with its digest, producer and consumer :: all(w in d['panel']['text'] for w in ('sha256:$(sha256sum lib.so | cut -c1-64)', 'core 1', 'apps 1'))
 EOF
 
   browse "file://$T/nodot.html#q=$(checks_py url-quote "$DOCS")" \
@@ -288,7 +317,7 @@ it drew a node per target :: sorted(n['title'] for n in d['nodes']) == sorted(['
 the search from the URL dims the others :: [n['title'] for n in d['nodes'] if not n['dim']] == ['$DOCS/$PWN_PY']
 no markup from the data :: 'i' not in d['tags'] and 'pwn' not in d['ids']
 EOF
-  echo "chromium: three pages in $((SECONDS - started)) s"
+  echo "chromium: five pages in $((SECONDS - started)) s"
 fi
 
 finish

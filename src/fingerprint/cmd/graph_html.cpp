@@ -100,43 +100,11 @@ inline_svg(const std::string& svg)
   return text;
 }
 
-std::string
-listed(const std::set<std::string>& names)
-{
-  std::string text;
-  for (const auto& name : names) {
-    text += (text.empty() ? "" : ", ") + name;
-  }
-  return text;
-}
-
-std::string
-human_size(uint64_t bytes)
-{
-  if (bytes < 1024) {
-    return std::to_string(bytes) + " B";
-  }
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double size = static_cast<double>(bytes) / 1024;
-  size_t unit = 0;
-  while (size >= 1024 && unit + 1 < std::size(units)) {
-    size /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f %s", size, units[unit]);
-  return text;
-}
-
 // With --project, the page keeps the artifacts that project produced or
 // consumed (and what they were installed from), with every event about
-// them: who else made or read them is the point of the page. Of those,
-// the `hidden` ones are left out and counted in `left_out`.
+// them: who else made or read them is the point of the page.
 std::vector<const store::Event*>
-page_events(const std::vector<store::Event>& events,
-            const std::optional<std::string>& project,
-            const std::set<std::string>& hidden,
-            size_t& left_out)
+page_events(const std::vector<store::Event>& events, const std::optional<std::string>& project)
 {
   std::set<std::string> digests;
   for (const auto& event : events) {
@@ -149,10 +117,6 @@ page_events(const std::vector<store::Event>& events,
       digests.insert(event.from);
     }
   }
-  left_out = 0;
-  for (const auto& digest : hidden) {
-    left_out += digests.erase(digest);
-  }
   std::vector<const store::Event*> kept;
   for (const auto& event : events) {
     if (digests.contains(event.digest)) {
@@ -162,39 +126,136 @@ page_events(const std::vector<store::Event>& events,
   return kept;
 }
 
-std::string
-td(std::string_view text, std::string_view css_class = {})
+// The page's data: what its script draws the tables and panels from.
+// Artifacts and builds are listed once and named by their index elsewhere,
+// which keeps a store of 10,000 artifacts to a few megabytes.
+class PageData
 {
-  return (css_class.empty() ? "<td>" : "<td class=\"" + std::string(css_class) + "\">") + html(text) + "</td>";
-}
+public:
+  PageData(const GraphPage& page, const std::vector<const store::Event*>& events)
+  {
+    for (const store::Event* event : events) {
+      add_event(*event, page);
+    }
+    for (auto& build : m_builds) {
+      const auto provenance = page.provenance.find({build["project"], build["build"]});
+      build["provenance"] = provenance != page.provenance.end() ? provenance->second : nullptr;
+    }
+  }
 
-std::string
-td_digest(const std::string& digest)
-{
-  return "<td class=\"digest\"><code title=\"" + html(digest) + "\">" + html(digest) + "</code></td>";
-}
+  size_t
+  toolchain_files() const
+  {
+    return m_toolchain;
+  }
 
-// `note`: HTML to say under the caption.
+  // A drawing's nodes and edges, each edge's artifacts by index (those the
+  // page shows: with --project, not every one).
+  nlohmann::ordered_json
+  view(const GraphView& view) const
+  {
+    nlohmann::ordered_json json = {{"nodes", view.graph["nodes"]}, {"edges", nlohmann::ordered_json::array()}};
+    for (const auto& edge : view.graph["edges"]) {
+      auto artifacts = nlohmann::ordered_json::array();
+      for (const auto& digest : edge["artifacts"]) {
+        if (const auto it = m_artifact_index.find(digest); it != m_artifact_index.end()) {
+          artifacts.push_back(it->second);
+        }
+      }
+      json["edges"].push_back({{"from", edge["from"]}, {"to", edge["to"]}, {"artifacts", std::move(artifacts)}});
+    }
+    json["versions"] = view.versions;
+    return json;
+  }
+
+  void
+  put(nlohmann::ordered_json& json) &&
+  {
+    json["artifacts"] = std::move(m_artifacts);
+    json["builds"] = std::move(m_builds);
+    json["events"] = std::move(m_events);
+  }
+
+private:
+  size_t
+  artifact(const std::string& digest, const GraphPage& page)
+  {
+    auto [it, added] = m_artifact_index.try_emplace(digest, m_artifacts.size());
+    if (added) {
+      const bool toolchain = page.hidden.contains(digest);
+      m_toolchain += toolchain ? 1 : 0;
+      m_artifacts.push_back(
+        {{"digest", digest}, {"size", 0}, {"paths", nlohmann::ordered_json::array()}, {"toolchain", toolchain}});
+      m_paths.emplace_back();
+    }
+    return it->second;
+  }
+
+  void
+  add_event(const store::Event& event, const GraphPage& page)
+  {
+    const std::string role = event.event == store::EventKind::consumed ? query::role_of(event) : std::string();
+    // A build that links a target twice (a re-run under the same build id)
+    // records it twice: one row per artifact and build, the first time kept.
+    if (!m_seen.emplace(event.event, event.digest, event.project, event.target, event.build, event.product, role)
+           .second) {
+      return;
+    }
+    const size_t a = artifact(event.digest, page);
+    auto& artifact_json = m_artifacts[a];
+    artifact_json["size"] = event.size;
+    if (const std::string path = display_path(event.path); m_paths[a].insert(path).second) {
+      artifact_json["paths"].push_back(path);
+    }
+    auto [build, added] = m_build_index.try_emplace({event.project, event.build}, m_builds.size());
+    if (added) {
+      m_builds.push_back({{"project", event.project},
+                          {"build", event.build},
+                          {"version", event.version},
+                          {"host", event.host},
+                          {"build_dir", display_path(event.build_dir)},
+                          {"time", event.time}});
+    } else if (event.time < m_builds[build->second]["time"].get<std::string>()) {
+      m_builds[build->second]["time"] = event.time;
+    }
+    nlohmann::ordered_json json = {{"kind", store::event_kind_name(event.event)},
+                                   {"artifact", a},
+                                   {"build", build->second},
+                                   {"target", event.target},
+                                   {"time", event.time}};
+    if (event.event == store::EventKind::consumed) {
+      json["product"] = artifact(event.product, page);
+      json["role"] = role;
+    } else {
+      json["signature"] = signature_json(event);
+    }
+    if (event.event == store::EventKind::installed) {
+      json["from"] = artifact(event.from, page);
+    }
+    m_events.push_back(std::move(json));
+  }
+
+  nlohmann::ordered_json m_artifacts = nlohmann::ordered_json::array();
+  nlohmann::ordered_json m_builds = nlohmann::ordered_json::array();
+  nlohmann::ordered_json m_events = nlohmann::ordered_json::array();
+  std::map<std::string, size_t> m_artifact_index;
+  std::vector<std::set<std::string>> m_paths;
+  std::map<std::pair<std::string, std::string>, size_t> m_build_index;
+  std::set<std::tuple<store::EventKind, std::string, std::string, std::string, std::string, std::string, std::string>>
+    m_seen;
+  size_t m_toolchain = 0;
+};
+
+// A drawing for the page: dot's SVG inline, else an empty SVG the script
+// lays the graph out in.
 std::string
-table(std::string_view id,
-      std::string_view caption,
-      std::initializer_list<std::string_view> heads,
-      const std::vector<std::string>& rows,
-      std::string_view note = {})
+drawing_html(const std::optional<GraphView>& view, std::string_view name, bool shown)
 {
-  std::string text = "<section><h2>" + std::string(caption) + " (" + std::to_string(rows.size()) + ")</h2>\n";
-  if (!note.empty()) {
-    text += "<p class=\"note\" id=\"" + std::string(id) + "-note\">" + std::string(note) + "</p>\n";
+  if (!view) {
+    return {};
   }
-  text += "<table id=\"" + std::string(id) + "\"><thead><tr>";
-  for (const auto head : heads) {
-    text += "<th>" + std::string(head) + "</th>";
-  }
-  text += "</tr></thead>\n<tbody>\n";
-  for (const auto& row : rows) {
-    text += row;
-  }
-  return text + "</tbody></table></section>\n";
+  return "<div class=\"view\" data-view=\"" + std::string(name) + "\"" + (shown ? "" : " hidden") + ">\n"
+         + (view->svg ? inline_svg(*view->svg) : "<svg class=\"layout\" role=\"img\"></svg>\n") + "</div>\n";
 }
 
 } // namespace
@@ -204,142 +265,50 @@ table(std::string_view id,
 std::string
 graph_html(const GraphPage& page, const std::vector<store::Event>& all_events)
 {
-  size_t hidden = 0;
-  const std::vector<const store::Event*> events = page_events(all_events, page.project, page.hidden, hidden);
-  struct Artifact
-  {
-    std::string name;
-    std::string path;
-    uint64_t size = 0;
-    std::set<std::string> producers;
-    std::set<std::string> consumers;
-  };
-  std::map<std::string, Artifact> artifacts; // by digest
-  std::set<std::string> projects;
-  for (const store::Event* event : events) {
-    auto [it, inserted] = artifacts.try_emplace(event->digest);
-    if (inserted) {
-      it->second = {display_path(base_name(event->path)), display_path(event->path), event->size, {}, {}};
-    }
-    const std::string who = event->project + "/" + event->target;
-    (event->event == store::EventKind::consumed ? it->second.consumers : it->second.producers).insert(who);
-    projects.insert(event->project);
-  }
-  const auto name_of = [&](const std::string& digest) {
-    const auto it = artifacts.find(digest);
-    return it != artifacts.end() ? it->second.name : digest.substr(0, 19) + "…";
-  };
+  PageData data(page, page_events(all_events, page.project));
+  nlohmann::ordered_json json = data.view(page.main);
+  json["toolchain"] = page.toolchain ? data.view(*page.toolchain) : nlohmann::ordered_json();
+  json["show_toolchain"] = page.show_toolchain && page.toolchain;
+  json["per_target"] = page.per_target;
+  json["colours"] = page.colours;
+  const size_t toolchain_files = data.toolchain_files();
+  std::move(data).put(json);
 
-  std::vector<std::string> artifact_rows;
-  for (const auto& [digest, artifact] : artifacts) {
-    artifact_rows.push_back("<tr>" + td(artifact.name) + td(artifact.path) + td_digest(digest)
-                            + "<td class=\"num\" title=\"" + std::to_string(artifact.size) + " bytes\">"
-                            + html(human_size(artifact.size)) + "</td>" + td(listed(artifact.producers))
-                            + td(listed(artifact.consumers)) + "</tr>\n");
-  }
-  std::vector<std::string> producer_rows;
-  std::vector<std::string> consumer_rows;
-  // A build that links a target twice (a re-run under the same build id)
-  // records it twice: one row per artifact and build, the first time kept.
-  std::set<std::tuple<store::EventKind, std::string, std::string, std::string, std::string, std::string, std::string>>
-    seen;
-  for (const store::Event* event : events) {
-    const std::string role = event->event == store::EventKind::consumed ? query::role_of(*event) : std::string();
-    if (!seen.emplace(event->event, event->digest, event->project, event->target, event->build, event->product, role)
-           .second) {
-      continue;
-    }
-    std::string row;
-    if (event->event == store::EventKind::consumed) {
-      row = "<tr>" + td(name_of(event->digest)) + td(event->project) + td(event->target) + td(event->build)
-            + td(name_of(event->product)) + td(role) + td(event->time) + "</tr>\n";
-    } else {
-      row = "<tr>" + td(name_of(event->digest)) + td(std::string(store::event_kind_name(event->event)))
-            + td(event->project) + td(event->target) + td(event->build) + td(event->host) + td(event->time) + "</tr>\n";
-    }
-    (event->event == store::EventKind::consumed ? consumer_rows : producer_rows).push_back(std::move(row));
-  }
-
+  const bool toolchain_shown = page.show_toolchain && page.toolchain;
   std::string graph;
-  if (page.graph.value("edges", nlohmann::ordered_json::array()).empty()) {
+  if (page.main.graph.value("edges", nlohmann::ordered_json::array()).empty() && !toolchain_shown) {
     graph += "<p class=\"note\">No producer &rarr; consumer edges recorded.</p>\n";
   }
-  graph += page.svg ? inline_svg(*page.svg) : "<svg id=\"layout\" role=\"img\"></svg>\n";
+  graph += drawing_html(page.main, "main", !toolchain_shown);
+  graph += drawing_html(page.toolchain, "toolchain", toolchain_shown);
   if (!page.layout_note.empty()) {
     graph += "<p class=\"note\">" + html(page.layout_note) + "</p>\n";
   }
-  std::string tables;
-  const std::string hidden_note =
-    hidden == 0 ? std::string()
-                : std::to_string(hidden) + (hidden == 1 ? " toolchain/system file" : " toolchain/system files")
-                    + " hidden: no fingerprinted build produced " + (hidden == 1 ? "it" : "them")
-                    + " (<code>fingerprint graph --all</code> shows them).";
-  std::vector<std::string> build_rows;
-  for (const auto& [build, provenance] : page.provenance) {
-    if (provenance.is_null()) {
-      continue; // recorded without (by hand, or FINGERPRINT_PROVENANCE OFF)
-    }
-    std::string commit_cell = "<td>&ndash;</td>";
-    std::string branch;
-    if (const auto source = provenance.is_object() ? provenance.find("source") : provenance.end();
-        source != provenance.end() && source->is_object()) {
-      const std::string commit = store::json_text(*source, "commit");
-      const bool dirty = (*source)["dirty"].is_boolean() && (*source)["dirty"].get<bool>();
-      const std::string remote = store::json_text(*source, "remote");
-      commit_cell = "<td class=\"digest\"><code title=\"" + html(commit + (remote.empty() ? "" : " " + remote)) + "\">"
-                    + html(commit.substr(0, 12)) + "</code>" + (dirty ? " <span class=\"dirty\">dirty</span>" : "")
-                    + "</td>";
-      branch = store::json_text(*source, "branch");
-    }
-    std::string toolchain;
-    if (const auto compilers = provenance.is_object() ? provenance.find("compilers") : provenance.end();
-        compilers != provenance.end() && compilers->is_object()) {
-      for (const auto& [language, compiler] : compilers->items()) {
-        toolchain += (toolchain.empty() ? "" : ", ") + language + " " + store::json_text(compiler, "id") + " "
-                     + store::json_text(compiler, "version");
-      }
-    }
-    const auto ci = provenance.is_object() ? provenance.find("ci") : provenance.end();
-    const std::string ci_url = ci != provenance.end() && ci->is_object() ? store::json_text(*ci, "url") : std::string();
-    build_rows.push_back("<tr>" + td(build.first) + td(build.second) + commit_cell + td(branch) + td(toolchain)
-                         + td(store::json_text(provenance, "build_type"))
-                         + td(store::json_text(provenance, "flags_digest").substr(0, 19), "digest") + td(ci_url)
-                         + "</tr>\n");
-  }
-  if (!build_rows.empty()) {
-    tables += table("builds",
-                    "Builds",
-                    {"Project", "Build", "Commit", "Branch", "Compilers", "Build type", "Flags", "CI run"},
-                    build_rows,
-                    "Each build's provenance: the source commit it was built from, its compilers and configuration "
-                    "(<code>fingerprint build show PROJECT BUILD</code> has it all).");
-  }
-  tables += table("artifacts",
-                  "Artifacts",
-                  {"Name", "Path", "Digest", "Size", "Produced by", "Consumed by"},
-                  artifact_rows,
-                  hidden_note);
-  tables +=
-    table("producers", "Producers", {"Artifact", "Event", "Project", "Target", "Build", "Host", "Time"}, producer_rows);
-  tables += table(
-    "consumers", "Consumers", {"Artifact", "Project", "Target", "Build", "To produce", "Role", "Time"}, consumer_rows);
+  // Said once by the page as written, for a reader without its script;
+  // the script keeps it true as the toggle turns.
+  const std::string toolchain_note =
+    toolchain_files == 0 || toolchain_shown
+      ? std::string()
+      : "<p class=\"note\" id=\"toolchain-note\">" + std::to_string(toolchain_files)
+          + (toolchain_files == 1 ? " toolchain/system file" : " toolchain/system files")
+          + " hidden: no fingerprinted build produced " + (toolchain_files == 1 ? "it" : "them")
+          + " (&ldquo;Toolchain files&rdquo; above, or <code>fingerprint graph --all</code>, shows them).</p>\n";
 
   const std::string title = html("fingerprint graph" + (page.project ? " of " + *page.project : std::string()));
-  // The script is the page's behaviour: the search box (also set by a
-  // #q=TEXT fragment), which hides table rows and dims graph nodes that do
-  // not match every word; a click on a node searches for it; and, without
-  // Graphviz, a layered layout of its own. It sets data-ready on <body> when
-  // done, which a test reading the rendered DOM waits for.
+  // The script is the page's behaviour (assets/graph.js says what it
+  // does). It sets data-ready on <body> when done, which a test reading
+  // the rendered DOM waits for.
   return fill(assets::k_graph_html,
               {{"title", title},
                {"style", assets::k_graph_css},
                {"store", html(page.store)},
-               {"projects", std::to_string(projects.size())},
-               {"artifacts", std::to_string(artifacts.size())},
                {"node", page.per_target ? "target" : "project"},
+               {"toolchain", std::to_string(toolchain_files)},
+               {"toolchain_checked", toolchain_shown ? " checked" : ""},
+               {"toolchain_disabled", page.toolchain ? "" : " disabled"},
                {"graph", graph},
-               {"tables", tables},
-               {"data", script_json(page.graph)},
+               {"note", toolchain_note},
+               {"data", script_json(json)},
                {"script", assets::k_graph_js}});
 }
 

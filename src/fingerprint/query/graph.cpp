@@ -66,10 +66,16 @@ collect_graph(const store::Store& store,
         from = known->second;
       }
       graph.unproduced_edges[{from, consumer}].insert(name);
+      if (with_events) {
+        graph.digests[{from, consumer}].insert(event.digest);
+      }
       return;
     }
     if (producer != consumer) {
       graph.edges[{producer, consumer}].insert(name);
+      if (with_events) {
+        graph.digests[{producer, consumer}].insert(event.digest);
+      }
     }
   };
   // A manifest's edges are made one product at a time and, unless the

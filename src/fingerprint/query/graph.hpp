@@ -48,6 +48,10 @@ struct Graph
   // read.
   Edges unproduced_edges;
   std::map<std::string, std::set<std::string>> unproduced; // consumer node -> digests
+  // With `with_events`: the digests passed along each edge of `edges` and
+  // of `unproduced_edges`, so that the page can name the artifacts behind
+  // an edge, not only their file names (two versions share one).
+  std::map<Edge, std::set<std::string>> digests;
 };
 
 // The graph from the build index and the input manifests of its products:
