@@ -13,6 +13,7 @@ P=$HERE/projects/graph
 inject=(-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$MODULE")
 
 configure "$P/base" "$T/base" "${inject[@]}"
+expect_not_in both "CMP0082" "configure says nothing of CMP0082: installs are recorded whatever the policy"
 build "$T/base"
 install_tree "$T/base"
 installed_count=$(grep -c . "$T/base/install_manifest.txt")
