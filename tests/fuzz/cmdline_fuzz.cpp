@@ -77,9 +77,10 @@ predict(const std::vector<std::string>& arguments)
       return Outcome::answered;
     }
     if (argument == "--store" && i + 1 < arguments.size()) {
-      global_store = {argument, arguments[++i]};
-    } else if (argument.starts_with("--store=")) {
-      global_store = {argument};
+      global_store.push_back(argument);
+      global_store.push_back(arguments[++i]);
+    } else if (argument.starts_with("--store=") || argument == "--utc") {
+      global_store.push_back(argument);
     } else {
       return Outcome::usage_error;
     }
@@ -90,15 +91,32 @@ predict(const std::vector<std::string>& arguments)
   const std::string& name = arguments[i];
   std::vector<std::string> rest(arguments.begin() + static_cast<ptrdiff_t>(i) + 1, arguments.end());
   if (name == "help") {
-    return rest.empty() || find_command(rest.front()) != nullptr ? Outcome::answered : Outcome::usage_error;
+    if (rest.empty() || rest.front() == "help" || rest.front() == "--help" || rest.front() == "-h") {
+      return Outcome::answered;
+    }
+    if (rest.front() == "--format" || rest.front().starts_with("--format=")) {
+      const std::string format = rest.front() == "--format" ? (rest.size() > 1 ? rest[1] : "") : rest.front().substr(9);
+      return format == "man" || format == "bash-completion" ? Outcome::answered : Outcome::usage_error;
+    }
+    return find_command(rest.front()) != nullptr ? Outcome::answered : Outcome::usage_error;
   }
   const Command* command = find_command(name);
   if (command == nullptr) {
     return Outcome::usage_error;
   }
+  // -h before any "--" is help, whatever else the line holds.
+  for (const std::string& argument : rest) {
+    if (argument == "--") {
+      break;
+    }
+    if (argument == "-h") {
+      return Outcome::answered;
+    }
+  }
   rest.insert(rest.begin(), global_store.begin(), global_store.end());
   std::vector<OptionSpec> specs(command->options.begin(), command->options.end());
   specs.push_back(k_store_option);
+  specs.push_back(k_utc_option);
   specs.push_back(k_help_option);
   const auto args = Args::parse(rest, specs);
   if (!args) {
