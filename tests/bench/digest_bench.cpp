@@ -1,4 +1,4 @@
-// BM_DigestFile: the mmap/read choice of Hasher (k_mmap_threshold).
+// BM_DigestFile: the read/mmap/ahead choice of Hasher (k_ahead_threshold).
 // BM_ReadBuffer: the size of each read() on the buffered path
 // (k_read_buffer_size), measured with plain read() and OpenSSL alone.
 // BM_DigestAlgorithm: the cost of each algorithm over bytes in memory.
@@ -33,8 +33,8 @@ constexpr uint64_t k_kib = 1024;
 constexpr uint64_t k_mib = 1024 * k_kib;
 
 constexpr uint64_t k_file_sizes[] =
-  {4 * k_kib, 16 * k_kib, 64 * k_kib, 128 * k_kib, 256 * k_kib, 512 * k_kib, 1 * k_mib, 4 * k_mib, 64 * k_mib};
-constexpr size_t k_read_buffer_sizes[] = {32 * k_kib, 64 * k_kib, 128 * k_kib, 256 * k_kib, 1 * k_mib};
+  {4 * k_kib, 16 * k_kib, 64 * k_kib, 256 * k_kib, 1 * k_mib, 4 * k_mib, 16 * k_mib, 64 * k_mib, 256 * k_mib};
+constexpr size_t k_read_buffer_sizes[] = {8 * k_kib, 16 * k_kib, 32 * k_kib, 64 * k_kib, 128 * k_kib, 1 * k_mib};
 constexpr uint64_t k_read_buffer_file_size = 64 * k_mib;
 constexpr size_t k_algorithm_buffer_size = 16 * k_mib;
 
@@ -181,8 +181,9 @@ register_digest_benchmarks(ScratchDir& scratch)
   // Both strategies of one size side by side, so that they run close in time
   // on a shared machine.
   for (const uint64_t size : k_file_sizes) {
-    for (const auto& [name, strategy] :
-         {std::pair{"mmap", ReadStrategy::mmap}, std::pair{"read", ReadStrategy::read}}) {
+    for (const auto& [name, strategy] : {std::pair{"mmap", ReadStrategy::mmap},
+                                         std::pair{"ahead", ReadStrategy::ahead},
+                                         std::pair{"read", ReadStrategy::read}}) {
       const std::string label = "BM_DigestFile/" + std::string(name) + "/" + std::to_string(size);
       benchmark::RegisterBenchmark(label.c_str(), digest_file, std::ref(scratch), strategy, size)
         ->Unit(benchmark::kMicrosecond);

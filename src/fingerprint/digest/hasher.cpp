@@ -3,12 +3,16 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csetjmp>
 #include <csignal>
 #include <fcntl.h>
 #include <mutex>
+#include <optional>
 #include <sys/mman.h>
+#include <thread>
 #include <unistd.h>
 
 namespace fingerprint::digest {
@@ -165,25 +169,164 @@ Hasher::digest_bytes(std::string_view bytes)
   return finish();
 }
 
+namespace {
+
+// The second thread of ReadStrategy::ahead. It populates the page tables of
+// the chunks ahead of the hasher (MADV_POPULATE_READ: one call maps a chunk
+// that would otherwise take a fault per 16 pages), at most k_ahead_window
+// chunks ahead, and unmaps the chunks the hasher is done with, so that the
+// TLB flush happens here too. `prepared` and `hashed` count bytes from the
+// start of the mapping; each side waits on the other's counter.
+class MappingAhead
+{
+public:
+  MappingAhead(unsigned char* map, uint64_t size)
+    : m_map(map)
+    , m_size(size)
+    , m_thread([this] { run(); })
+  {
+  }
+
+  MappingAhead(const MappingAhead&) = delete;
+  MappingAhead& operator=(const MappingAhead&) = delete;
+
+  ~MappingAhead() { finish(); }
+
+  // Blocks until at least `end` bytes are prepared (or preparing stopped:
+  // the hasher then faults the rest in itself).
+  void
+  wait_prepared(uint64_t end)
+  {
+    uint64_t now = m_prepared.load(std::memory_order_acquire);
+    while (now < end) {
+      m_prepared.wait(now, std::memory_order_acquire);
+      now = m_prepared.load(std::memory_order_acquire);
+    }
+  }
+
+  void
+  set_hashed(uint64_t end)
+  {
+    m_hashed.store(end, std::memory_order_release);
+    m_hashed.notify_one();
+  }
+
+  // Stops the thread; the caller unmaps from unmapped() to the end.
+  void
+  finish()
+  {
+    if (m_thread.joinable()) {
+      set_hashed(k_stopped);
+      m_thread.join();
+    }
+  }
+
+  uint64_t
+  unmapped() const
+  {
+    return m_unmapped;
+  }
+
+private:
+  void
+  run()
+  {
+    uint64_t prepared = 0;
+    bool populating = true;
+    while (true) {
+      const uint64_t hashed = m_hashed.load(std::memory_order_acquire);
+      if (hashed == k_stopped) {
+        break;
+      }
+      release_below(hashed);
+      if (prepared < m_size && prepared < hashed + k_ahead_window * k_ahead_chunk) {
+        const uint64_t length = std::min(k_ahead_chunk, m_size - prepared);
+        // EINVAL: a kernel before 5.14, or a mapping it cannot populate;
+        // EFAULT: the file was truncated. Either way the hasher faults the
+        // rest in itself, and a truncation raises SIGBUS there.
+        if (populating && ::madvise(m_map + prepared, length, k_madv_populate_read) != 0 && errno != EINTR
+            && errno != EAGAIN) {
+          populating = false;
+        }
+        prepared = populating ? prepared + length : m_size;
+        m_prepared.store(prepared, std::memory_order_release);
+        m_prepared.notify_one();
+        continue;
+      }
+      if (hashed >= m_size) {
+        break;
+      }
+      m_hashed.wait(hashed, std::memory_order_acquire);
+    }
+  }
+
+  // Unmaps whole batches of chunks below `hashed`, a few at a time: each
+  // munmap interrupts the hashing core once to flush its TLB.
+  void
+  release_below(uint64_t hashed)
+  {
+    constexpr uint64_t k_batch = 16 * k_ahead_chunk;
+    const uint64_t end = hashed / k_batch * k_batch;
+    if (end > m_unmapped) {
+      ::munmap(m_map + m_unmapped, end - m_unmapped);
+      m_unmapped = end;
+    }
+  }
+
+  static constexpr int k_madv_populate_read = 22; // MADV_POPULATE_READ, Linux 5.14
+  static constexpr uint64_t k_stopped = UINT64_MAX;
+
+  unsigned char* m_map;
+  uint64_t m_size;
+  uint64_t m_unmapped = 0; // the thread's own until it is joined
+  std::atomic<uint64_t> m_prepared{0};
+  std::atomic<uint64_t> m_hashed{0};
+  std::thread m_thread;
+};
+
+} // namespace
+
 Expected<bool>
-Hasher::update_by_mmap(int fd, uint64_t size)
+Hasher::update_by_mmap(int fd, uint64_t size, bool ahead)
 {
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (map == MAP_FAILED) {
     return false; // some filesystems (FUSE, /proc) cannot map: read instead
   }
+  auto* bytes = static_cast<unsigned char*>(map);
   ::madvise(map, size, MADV_SEQUENTIAL);
+  std::optional<MappingAhead> helper;
+  if (ahead) {
+    helper.emplace(bytes, size);
+  }
   sigjmp_buf jump;
   bool truncated = false;
-  bool updated = false;
+  bool updated = true;
+  // Volatile: read after a siglongjmp back into this frame.
+  volatile uint64_t hashed = 0;
   if (sigsetjmp(jump, 1) == 0) {
     t_sigbus_jump = &jump;
-    updated = EVP_DigestUpdate(m_ctx.get(), map, size) == 1;
+    if (!helper) {
+      updated = EVP_DigestUpdate(m_ctx.get(), map, size) == 1;
+      hashed = size;
+    }
+    while (helper && hashed < size && updated) {
+      const uint64_t end = std::min(size, hashed + k_ahead_chunk);
+      helper->wait_prepared(end);
+      updated = EVP_DigestUpdate(m_ctx.get(), bytes + hashed, end - hashed) == 1;
+      hashed = end;
+      helper->set_hashed(end);
+    }
   } else {
     truncated = true;
   }
   t_sigbus_jump = nullptr;
-  ::munmap(map, size);
+  uint64_t unmapped = 0;
+  if (helper) {
+    helper->finish();
+    unmapped = helper->unmapped();
+  }
+  ::munmap(bytes + unmapped, size - unmapped);
   if (truncated) {
     return Error{"file was truncated while being read"};
   }
@@ -229,11 +372,10 @@ Hasher::digest_open_file(const OpenFile& file)
     return ok.error();
   }
   const auto size = static_cast<uint64_t>(file.st.st_size);
-  const bool use_mmap =
-    size > 0
-    && (m_strategy == ReadStrategy::mmap || (m_strategy == ReadStrategy::automatic && size >= k_mmap_threshold));
-  if (use_mmap) {
-    auto mapped = update_by_mmap(file.fd.get(), size);
+  const bool ahead =
+    m_strategy == ReadStrategy::ahead || (m_strategy == ReadStrategy::automatic && size >= k_ahead_threshold);
+  if (size > 0 && (ahead || m_strategy == ReadStrategy::mmap)) {
+    auto mapped = update_by_mmap(file.fd.get(), size, ahead);
     if (!mapped) {
       return mapped.error();
     }

@@ -15,24 +15,32 @@ using EVP_MD_CTX = struct evp_md_ctx_st;
 
 namespace fingerprint::digest {
 
-// Files at least this large are mapped, smaller ones read into a buffer.
-// Measured with BM_DigestFile (tests/bench), sha256 over page-cache-hot
-// files on the 2-core AMD EPYC VMs this project builds on: read() was
-// faster at every size from 4 KiB to 64 MiB (1.2x at 1 MiB, 1.8x at 64 MiB,
-// 6-10x below 256 KiB), with or without MAP_POPULATE; perf shows page
-// faults and munmap's TLB shootdown, which are expensive under this
-// hypervisor. So mapping is off by default (the threshold is never
-// reached) and stays selectable (ReadStrategy::mmap) for the benchmark to
-// re-measure on other machines.
-inline constexpr uint64_t k_mmap_threshold = UINT64_MAX;
-// Size of each read() on the buffered path: 64 KiB to 1 MiB measured equal
-// within noise (BM_ReadBuffer), 32 KiB 4% slower.
-inline constexpr size_t k_read_buffer_size = 128 * 1024;
+// Files at least this large are mapped and hashed while a second thread
+// prepares the mapping ahead (ReadStrategy::ahead); smaller ones are read
+// into a buffer. One thread reading into buffers for another to hash
+// measured slower than reading and hashing on one core (the buffers cross
+// between cores' caches), and a plain mapping pays a page fault per 16 pages
+// and munmap's TLB flush on the hashing core. Mapping ahead moves both to
+// the otherwise idle core and hashes the page cache in place, without a
+// copy. Measured with BM_DigestFile and tests/bench/compare.sh; see
+// docs/ARCHITECTURE.md, "One large file".
+inline constexpr uint64_t k_ahead_threshold = 16 * 1024 * 1024;
+
+// The mapping is prepared and released in chunks of this size, at most
+// k_ahead_window chunks ahead of the hasher.
+inline constexpr uint64_t k_ahead_chunk = 1024 * 1024;
+inline constexpr uint64_t k_ahead_window = 32;
+
+// Size of each read() on the buffered path. The copy into a buffer that
+// stays in the first-level cache is hashed from there: 32 KiB measured
+// fastest (BM_ReadBuffer), and 128 KiB 1.6x slower on a 1 GiB file.
+inline constexpr size_t k_read_buffer_size = 32 * 1024;
 
 enum class ReadStrategy
 {
-  automatic,
-  mmap,
+  automatic, // ahead from k_ahead_threshold, read below
+  mmap,      // one mapping, faulted in by the hasher
+  ahead,     // one mapping, prepared ahead and released behind by a second thread
   read
 };
 
@@ -95,7 +103,7 @@ private:
   Expected<void> begin();
   Expected<std::string> finish();
   // false when the file cannot be mapped and must be read instead.
-  Expected<bool> update_by_mmap(int fd, uint64_t size);
+  Expected<bool> update_by_mmap(int fd, uint64_t size, bool ahead);
   Expected<void> update_by_read(int fd, uint64_t* size_out);
 
   struct CtxDeleter

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
+#include <chrono>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace fingerprint::digest {
@@ -78,7 +80,7 @@ TEST(Hasher, KnownAnswersInMemoryAndFromFilesWithEveryStrategy)
     ASSERT_TRUE(hex);
     EXPECT_EQ(*hex, answer.hex);
     test::write_file(dir / "input", answer.input);
-    for (const auto strategy : {ReadStrategy::automatic, ReadStrategy::mmap, ReadStrategy::read}) {
+    for (const auto strategy : {ReadStrategy::automatic, ReadStrategy::mmap, ReadStrategy::ahead, ReadStrategy::read}) {
       Hasher file_hasher(answer.algorithm, strategy);
       auto file = digest_file(file_hasher, dir / "input");
       ASSERT_TRUE(file) << file.error().message;
@@ -94,8 +96,23 @@ TEST(Hasher, SizesAroundTheReadBufferAndTheMmapThresholdAgreeAcrossStrategies)
   const size_t rb = k_read_buffer_size;
   // Where mmap and read() were compared when the threshold was measured.
   const size_t mt = 256 * 1024;
-  const size_t sizes[] = {
-    0, 1, 4095, 4096, 4097, rb - 1, rb, rb + 1, 2 * rb + 1, mt - 1, mt, mt + 1, 4 * 1024 * 1024 + 5};
+  const size_t sizes[] = {0,
+                          1,
+                          4095,
+                          4096,
+                          4097,
+                          rb - 1,
+                          rb,
+                          rb + 1,
+                          2 * rb + 1,
+                          mt - 1,
+                          mt,
+                          mt + 1,
+                          4 * 1024 * 1024 + 5,
+                          // Chunks and batches of the mapping prepared ahead, and the threshold.
+                          k_ahead_chunk - 1,
+                          k_ahead_chunk + 1,
+                          16 * k_ahead_chunk + 7};
   for (const size_t size : sizes) {
     const std::string bytes = test::pattern_bytes(size);
     test::write_file(dir / "input", bytes);
@@ -104,7 +121,8 @@ TEST(Hasher, SizesAroundTheReadBufferAndTheMmapThresholdAgreeAcrossStrategies)
       Hasher reference(algorithm);
       const auto expected = reference.digest_bytes(bytes);
       ASSERT_TRUE(expected);
-      for (const auto strategy : {ReadStrategy::automatic, ReadStrategy::mmap, ReadStrategy::read}) {
+      for (const auto strategy :
+           {ReadStrategy::automatic, ReadStrategy::mmap, ReadStrategy::ahead, ReadStrategy::read}) {
         Hasher hasher(algorithm, strategy);
         auto file = digest_file(hasher, dir / "input");
         ASSERT_TRUE(file) << file.error().message;
@@ -113,6 +131,70 @@ TEST(Hasher, SizesAroundTheReadBufferAndTheMmapThresholdAgreeAcrossStrategies)
       }
     }
   }
+}
+
+// Beyond the window the mapping is prepared ahead by (the second thread
+// then waits for the hasher) and past the batches it is released in.
+TEST(Hasher, MappingAheadPastItsWindowAgreesWithReading)
+{
+  TempDir dir;
+  for (const uint64_t size : {k_ahead_threshold, (k_ahead_window + 9) * k_ahead_chunk + 3}) {
+    SCOPED_TRACE(std::to_string(size) + " bytes");
+    test::write_file(dir / "input", test::pattern_bytes(size));
+    Hasher reader(Algorithm::sha256, ReadStrategy::read);
+    const auto expected = digest_file(reader, dir / "input");
+    ASSERT_TRUE(expected) << expected.error().message;
+    for (const auto strategy : {ReadStrategy::automatic, ReadStrategy::ahead}) {
+      Hasher hasher(Algorithm::sha256, strategy);
+      auto file = digest_file(hasher, dir / "input");
+      ASSERT_TRUE(file) << file.error().message;
+      EXPECT_EQ(file->hex, expected->hex);
+    }
+  }
+}
+
+// A file cut short while it is mapped: the hasher's access past the new end
+// raises SIGBUS, which must become an error naming the file, never a crash
+// or a digest. Whatever the moment of the cut, the answer is an error or
+// (cut before the file was opened) the digest of the short file.
+TEST(Hasher, FileTruncatedWhileMappedIsAnErrorNotACrash)
+{
+  TempDir dir;
+  const std::string path = dir / "shrinking";
+  const uint64_t size = 128 * k_ahead_chunk;
+  const uint64_t short_size = k_ahead_chunk;
+  const std::string bytes = test::pattern_bytes(size);
+  Hasher reference(Algorithm::sha256);
+  const auto short_hex = reference.digest_bytes(std::string_view(bytes).substr(0, short_size));
+  ASSERT_TRUE(short_hex);
+  int errors = 0;
+  for (const auto strategy : {ReadStrategy::ahead, ReadStrategy::mmap}) {
+    for (const int delay_ms : {0, 5, 20}) {
+      SCOPED_TRACE(std::string(strategy == ReadStrategy::ahead ? "ahead" : "mmap") + ", cut after "
+                   + std::to_string(delay_ms) + " ms");
+      test::write_file(path, bytes);
+      std::thread cutter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(short_size)), 0);
+      });
+      Hasher hasher(Algorithm::sha256, strategy);
+      auto file = digest_path(hasher, path, nullptr);
+      cutter.join();
+      if (file) {
+        EXPECT_EQ(file->size, short_size);
+        EXPECT_EQ(file->hex, *short_hex);
+      } else {
+        ++errors;
+        EXPECT_NE(file.error().message.find(path), std::string::npos) << file.error().message;
+        EXPECT_TRUE(file.error().message.find("truncated") != std::string::npos
+                    || file.error().message.find("changed") != std::string::npos)
+          << file.error().message;
+      }
+    }
+  }
+  // 128 MiB takes a tenth of a second or more to hash, so the later cuts
+  // land during the digest.
+  EXPECT_GT(errors, 0);
 }
 
 // 4 GiB of zeros then "xyz": catches 32-bit lengths anywhere on the path.
@@ -128,7 +210,7 @@ TEST(Hasher, SparseFileOverFourGibibytes)
     ASSERT_EQ(::pwrite(fd.get(), "xyz", 3, k_four_gib), 3);
   }
   const std::string expected = "3f2b9f5ab3792542b76e2deb6039c0beb8dbe514ec5184adb13af5e8b8703591";
-  for (const auto strategy : {ReadStrategy::mmap, ReadStrategy::read}) {
+  for (const auto strategy : {ReadStrategy::ahead, ReadStrategy::read}) {
     Hasher hasher(Algorithm::sha256, strategy);
     auto file = digest_file(hasher, path);
     ASSERT_TRUE(file) << file.error().message;
