@@ -5,6 +5,7 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/query/inputs.hpp>
+#include <fingerprint/store/build_summary.hpp>
 #include <fingerprint/store/spool.hpp>
 #include <fingerprint/util/table.hpp>
 
@@ -100,8 +101,10 @@ short_commit(const std::optional<nlohmann::ordered_json>& provenance)
   return commit;
 }
 
+// `builds` lists a store::BuildSummary, `build show` this file's, which
+// keeps the events: one JSON shape for both.
 nlohmann::ordered_json
-summary_json(const BuildSummary& summary, const std::optional<nlohmann::ordered_json>& provenance)
+summary_json(const store::BuildSummary& summary, const std::optional<nlohmann::ordered_json>& provenance)
 {
   nlohmann::ordered_json object;
   object["project"] = summary.ref.project;
@@ -110,27 +113,37 @@ summary_json(const BuildSummary& summary, const std::optional<nlohmann::ordered_
   object["host"] = summary.host;
   object["time"] = summary.first_time;
   object["last_time"] = summary.last_time;
-  object["produced"] = summary.produced.size();
-  object["consumed"] = summary.consumed.size();
+  object["produced"] = summary.produced;
+  object["consumed"] = summary.consumed;
   object["installed"] = summary.installed;
   object["provenance"] = provenance ? *provenance : nlohmann::ordered_json();
   return object;
+}
+
+nlohmann::ordered_json
+summary_json(const BuildSummary& summary, const std::optional<nlohmann::ordered_json>& provenance)
+{
+  return summary_json(store::BuildSummary{summary.ref,
+                                          summary.build_dir,
+                                          summary.host,
+                                          summary.first_time,
+                                          summary.last_time,
+                                          summary.produced.size(),
+                                          summary.consumed.size(),
+                                          summary.installed},
+                      provenance);
 }
 
 int
 run_builds(const Args& args, Context& context, Prepared& prepared)
 {
   const auto project = args.value("project");
-  std::vector<BuildSummary> summaries;
   std::vector<store::LogProblem> problems;
-  query::ManifestInputs manifests(*prepared.store); // an unchanged relink's build names the same manifest
-  auto read =
-    prepared.store->for_each_build(project.value_or(""), [&](const store::BuildRef& ref, store::LogContents& index) {
-      problems.insert(problems.end(), index.problems.begin(), index.problems.end());
-      summaries.push_back(summarize(ref, std::move(index.events), manifests, problems, false));
-    });
-  if (!read) {
-    print_error(context, read.error().message);
+  // From the store's summary of the build index where it is up to date
+  // (store/build_summary.hpp), else from each index and its manifests.
+  auto summaries = store::build_summaries(*prepared.store, project.value_or(""), problems);
+  if (!summaries) {
+    print_error(context, summaries.error().message);
     return k_exit_failure;
   }
   report_problems(context, prepared.store->location(), problems);
@@ -144,18 +157,19 @@ run_builds(const Args& args, Context& context, Prepared& prepared)
     }
   }
   // Oldest first, like a log: the newest build is the last line.
-  std::stable_sort(summaries.begin(), summaries.end(), [](const BuildSummary& a, const BuildSummary& b) {
-    return a.first_time < b.first_time;
-  });
+  std::stable_sort(
+    summaries->begin(), summaries->end(), [](const store::BuildSummary& a, const store::BuildSummary& b) {
+      return a.first_time < b.first_time;
+    });
   if (args.flag("json")) {
     auto array = nlohmann::ordered_json::array();
-    for (const auto& summary : summaries) {
+    for (const auto& summary : *summaries) {
       array.push_back(summary_json(summary, build_provenance(*prepared.store, summary.ref, context)));
     }
     write_out(context, dump_json(array));
     return k_exit_ok;
   }
-  if (summaries.empty()) {
+  if (summaries->empty()) {
     write_out(context,
               project ? "no builds of project " + *project + " recorded in " + prepared.store->location() + "\n"
                       : "no builds recorded in " + prepared.store->location() + "\n");
@@ -163,14 +177,14 @@ run_builds(const Args& args, Context& context, Prepared& prepared)
   }
   std::vector<std::vector<std::string>> rows{
     {"PROJECT", "BUILD", "TIME", "HOST", "COMMIT", "PRODUCED", "CONSUMED", "BUILD DIR"}};
-  for (const auto& summary : summaries) {
+  for (const auto& summary : *summaries) {
     rows.push_back({summary.ref.project,
                     summary.ref.build,
                     human_time(summary.first_time),
                     summary.host,
                     short_commit(build_provenance(*prepared.store, summary.ref, context)),
-                    std::to_string(summary.produced.size()),
-                    std::to_string(summary.consumed.size()),
+                    std::to_string(summary.produced),
+                    std::to_string(summary.consumed),
                     display_path(summary.build_dir)});
   }
   write_out(context, util::format_table(rows));

@@ -98,6 +98,15 @@ public:
   // log are left for fsck).
   Expected<std::vector<DigestKey>> list_logs() const;
 
+  // <store>/builds.summary (build_summary.hpp).
+  Expected<std::optional<std::string>> read_build_summaries() const override;
+  bool
+  keeps_build_summaries() const override
+  {
+    return exists();
+  }
+  Expected<bool> write_build_summaries(const std::string& text) const override;
+  std::optional<BuildStamp> build_stamp(const BuildRef& build) const override;
   // The builds in the build index, sorted by project and build id.
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;

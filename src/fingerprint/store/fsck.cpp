@@ -1,6 +1,7 @@
 // fsck: the directory store checked file by file, and repaired without
 // deleting anything.
 
+#include <fingerprint/store/build_summary.hpp>
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
@@ -1031,6 +1032,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
                                {}});
   }
   if (!options.repair) {
+    check_build_summaries(*this, report, false);
     return report;
   }
 
@@ -1230,6 +1232,8 @@ DirectoryStore::fsck(const FsckOptions& options) const
       finding.problem += " (not repaired: " + appended.error().message + ")";
     }
   }
+  // Last, once the logs and indexes are mended: the summary made from them.
+  check_build_summaries(*this, report, true);
   return report;
 }
 

@@ -95,6 +95,24 @@ Store::find_manifest_uses(const DigestKey&, std::vector<LogProblem>&) const
   return std::vector<ManifestUse>();
 }
 
+Expected<std::optional<std::string>>
+Store::read_build_summaries() const
+{
+  return std::optional<std::string>();
+}
+
+Expected<bool>
+Store::write_build_summaries(const std::string&) const
+{
+  return false;
+}
+
+std::optional<BuildStamp>
+Store::build_stamp(const BuildRef&) const
+{
+  return std::nullopt;
+}
+
 Expected<MigrateReport>
 Store::import_from(const Migration&, const std::function<void(size_t, size_t)>&) const
 {

@@ -43,6 +43,18 @@ struct BuildRef
   std::string build;   // decoded
 };
 
+// A build index file as stat() saw it (build_summary.hpp): any append
+// changes its size, any rewrite (compaction, gc, repair) its inode.
+struct BuildStamp
+{
+  uint64_t size = 0;
+  uint64_t inode = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+
+  bool operator==(const BuildStamp&) const = default;
+};
+
 struct CompactionResult
 {
   size_t events_before = 0;
@@ -223,6 +235,22 @@ public:
   // Removes build `build`'s provenance, once gc has removed the last of its
   // events; with `dry_run`, only says whether there is one.
   virtual Expected<bool> remove_provenance(const BuildRef& build, bool dry_run) const;
+
+  // The summary of the build index (build_summary.hpp): the text of the
+  // store's summary file, nullopt when it has none (or keeps none: a
+  // database answers `builds` in one query).
+  virtual Expected<std::optional<std::string>> read_build_summaries() const;
+  virtual bool
+  keeps_build_summaries() const
+  {
+    return false;
+  }
+  // Replaces that file whole with `text` (temporary file, fsync, rename);
+  // false when the store keeps none.
+  virtual Expected<bool> write_build_summaries(const std::string& text) const;
+  // What stat() says of a build's index now; nullopt when the store has no
+  // such files (or the build none).
+  virtual std::optional<BuildStamp> build_stamp(const BuildRef& build) const;
 
   // The builds in the build index, sorted by project and build id.
   virtual Expected<std::vector<BuildRef>> list_builds() const = 0;

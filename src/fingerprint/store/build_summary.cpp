@@ -1,0 +1,465 @@
+#include <fingerprint/store/build_summary.hpp>
+#include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/layout.hpp>
+#include <fingerprint/store/log_io.hpp>
+#include <fingerprint/util/fd.hpp>
+#include <fingerprint/util/fs.hpp>
+#include <fingerprint/util/text.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fingerprint::store {
+
+namespace {
+
+constexpr std::string_view k_magic = "fingerprint-builds-summary 1\n";
+constexpr size_t k_fields = 12;
+
+uint64_t
+fnv1a(std::string_view text)
+{
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+std::string
+hex64(uint64_t value)
+{
+  static constexpr char k_digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i) {
+    out[static_cast<size_t>(i)] = k_digits[value & 0xf];
+    value >>= 4;
+  }
+  return out;
+}
+
+template <typename Number>
+bool
+number(std::string_view text, Number& value)
+{
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+std::vector<std::string_view>
+split_spaces(std::string_view line)
+{
+  std::vector<std::string_view> words;
+  size_t start = 0;
+  while (start <= line.size()) {
+    const size_t space = line.find(' ', start);
+    const size_t end = space == std::string_view::npos ? line.size() : space;
+    words.push_back(line.substr(start, end - start));
+    if (space == std::string_view::npos) {
+      break;
+    }
+    start = space + 1;
+  }
+  return words;
+}
+
+// A field as one space-free word, and back (layout::encode_component, which
+// writes "" as "%").
+std::string
+word(std::string_view text)
+{
+  return layout::encode_component(text);
+}
+
+bool
+same_build(const BuildRef& a, const BuildRef& b)
+{
+  return a.project == b.project && a.build == b.build;
+}
+
+std::string
+key_of(const BuildRef& ref)
+{
+  return ref.project + '\0' + ref.build;
+}
+
+} // namespace
+
+BuildSummary
+summarize_build(const Store& store,
+                const BuildRef& ref,
+                const std::vector<Event>& events,
+                std::vector<LogProblem>& problems)
+{
+  BuildSummary summary;
+  summary.ref = ref;
+  std::set<std::string> produced;
+  std::set<std::string> consumed;
+  std::map<std::string, std::optional<Manifest>> manifests; // an unchanged relink names the same one
+  const Event* last = nullptr;                              // whose build_dir and host the summary has
+  const Event* last_with_inputs = nullptr;
+  auto seen_time = [&](const std::string& time) {
+    if (summary.first_time.empty() || time < summary.first_time) {
+      summary.first_time = time;
+    }
+    summary.last_time = std::max(summary.last_time, time);
+  };
+  for (const Event& event : events) {
+    seen_time(event.time);
+    last = &event;
+    switch (event.event) {
+      case EventKind::produced:
+        produced.insert(event.digest);
+        break;
+      case EventKind::consumed:
+        consumed.insert(event.digest);
+        break;
+      case EventKind::installed:
+        ++summary.installed;
+        break;
+    }
+    if (event.event != EventKind::produced || event.inputs.empty()) {
+      continue;
+    }
+    auto [slot, added] = manifests.try_emplace(event.inputs);
+    if (added) {
+      const std::string where = "manifest " + event.inputs;
+      auto key = parse_digest_key(event.inputs);
+      if (!key) {
+        problems.push_back({where, 0, key.error().message});
+      } else if (auto read = store.read_manifest(*key); !read) {
+        problems.push_back({where, 0, read.error().message});
+      } else if (!*read) {
+        problems.push_back({where, 0, "named as the inputs of a product, but not in the store"});
+      } else {
+        slot->second = std::move(**read);
+      }
+    }
+    if (!slot->second || slot->second->entries.empty()) {
+      continue;
+    }
+    // Its edges are the product's event with the entry's digest and path:
+    // the same time, tree and host.
+    last_with_inputs = &event;
+    for (const ManifestEntry& entry : slot->second->entries) {
+      consumed.insert(DigestKey{slot->second->algorithm, entry.hex}.str());
+    }
+  }
+  // The manifests' edges come after the index's events (builds reads them
+  // in that order), so the last of them names the tree and host.
+  if (const Event* named = last_with_inputs != nullptr ? last_with_inputs : last) {
+    summary.build_dir = named->build_dir;
+    summary.host = named->host;
+  }
+  summary.produced = produced.size();
+  summary.consumed = consumed.size();
+  return summary;
+}
+
+std::string
+encode_summaries(const std::vector<SummaryLine>& lines)
+{
+  std::string text(k_magic);
+  for (const SummaryLine& line : lines) {
+    const BuildSummary& s = line.summary;
+    text += word(s.ref.project) + ' ' + word(s.ref.build) + ' ' + std::to_string(line.stamp.size) + ' '
+            + std::to_string(line.stamp.inode) + ' ' + std::to_string(line.stamp.mtime_ns) + ' '
+            + std::to_string(line.stamp.ctime_ns) + ' ' + std::to_string(s.produced) + ' ' + std::to_string(s.consumed)
+            + ' ' + std::to_string(s.installed) + ' ' + word(s.first_time) + ' ' + word(s.last_time) + ' '
+            + word(s.host) + ' ' + word(s.build_dir) + '\n';
+  }
+  text += "end " + std::to_string(lines.size()) + ' ' + hex64(fnv1a(text)) + '\n';
+  return text;
+}
+
+Expected<std::vector<SummaryLine>>
+parse_summaries(std::string_view text)
+{
+  if (!text.starts_with(k_magic)) {
+    return Error{"not a builds summary (its first line is not \"" + std::string(k_magic.substr(0, k_magic.size() - 1))
+                 + "\")"};
+  }
+  if (!text.ends_with('\n')) {
+    return Error{"cut short (no end line)"};
+  }
+  const size_t end_at = text.rfind('\n', text.size() - 2);
+  if (end_at == std::string_view::npos || end_at + 1 < k_magic.size()) {
+    return Error{"cut short (no end line)"};
+  }
+  const std::string_view body = text.substr(0, end_at + 1);
+  const auto end = split_spaces(text.substr(end_at + 1, text.size() - end_at - 2));
+  size_t count = 0;
+  if (end.size() != 3 || end[0] != "end" || !number(end[1], count)) {
+    return Error{"cut short (no end line)"};
+  }
+  if (end[2] != hex64(fnv1a(body))) {
+    return Error{"damaged (its checksum does not match its lines)"};
+  }
+  std::vector<SummaryLine> lines;
+  size_t at = k_magic.size();
+  size_t number_of_line = 1;
+  while (at < body.size()) {
+    const size_t newline = body.find('\n', at);
+    const std::string_view line = body.substr(at, newline - at);
+    at = newline + 1;
+    ++number_of_line;
+    const auto words = split_spaces(line);
+    SummaryLine parsed;
+    BuildSummary& s = parsed.summary;
+    if (words.size() != k_fields + 1 || !number(words[2], parsed.stamp.size) || !number(words[3], parsed.stamp.inode)
+        || !number(words[4], parsed.stamp.mtime_ns) || !number(words[5], parsed.stamp.ctime_ns)
+        || !number(words[6], s.produced) || !number(words[7], s.consumed) || !number(words[8], s.installed)) {
+      return Error{"line " + std::to_string(number_of_line) + " does not read"};
+    }
+    s.ref.project = layout::decode_component(words[0]);
+    s.ref.build = layout::decode_component(words[1]);
+    s.first_time = layout::decode_component(words[9]);
+    s.last_time = layout::decode_component(words[10]);
+    s.host = layout::decode_component(words[11]);
+    s.build_dir = layout::decode_component(words[12]);
+    lines.push_back(std::move(parsed));
+  }
+  if (lines.size() != count) {
+    return Error{"damaged (its end line counts " + std::to_string(count) + " builds, it holds "
+                 + std::to_string(lines.size()) + ")"};
+  }
+  return lines;
+}
+
+Expected<std::vector<BuildSummary>>
+build_summaries(const Store& store, const std::string& project, std::vector<LogProblem>& problems)
+{
+  std::vector<BuildSummary> out;
+  if (!store.keeps_build_summaries()) {
+    // A database reads every index in one query.
+    auto read = store.for_each_build(project, [&](const BuildRef& ref, LogContents& index) {
+      problems.insert(problems.end(), index.problems.begin(), index.problems.end());
+      out.push_back(summarize_build(store, ref, index.events, problems));
+    });
+    if (!read) {
+      return read.error();
+    }
+    return out;
+  }
+  auto refs = store.list_builds();
+  if (!refs) {
+    return refs.error();
+  }
+  // What the file says, by build; nothing when it is absent or unusable
+  // (fsck says which), and nothing at all for a store that keeps none.
+  std::map<std::string, SummaryLine> known;
+  if (auto text = store.read_build_summaries(); text && *text) {
+    if (auto lines = parse_summaries(**text)) {
+      for (SummaryLine& line : *lines) {
+        known.emplace(key_of(line.summary.ref), std::move(line));
+      }
+    }
+  }
+  std::vector<SummaryLine> file;
+  bool changed = false;
+  for (const BuildRef& ref : *refs) {
+    const bool wanted = project.empty() || ref.project == project;
+    // Stat before reading: an append that lands in between leaves a stamp
+    // that no longer matches, so the next call reads the index again.
+    const auto stamp = store.build_stamp(ref);
+    auto found = known.find(key_of(ref));
+    if (found != known.end() && stamp && found->second.stamp == *stamp && same_build(found->second.summary.ref, ref)) {
+      if (wanted) {
+        out.push_back(found->second.summary);
+      }
+      file.push_back(std::move(found->second));
+      continue;
+    }
+    if (!wanted) {
+      changed = changed || found != known.end(); // a line that is out of date goes
+      continue;
+    }
+    auto index = store.read_build(ref);
+    if (!index) {
+      return index.error();
+    }
+    const size_t before = problems.size();
+    problems.insert(problems.end(), index->problems.begin(), index->problems.end());
+    BuildSummary summary = summarize_build(store, ref, index->events, problems);
+    if (stamp && problems.size() == before) {
+      file.push_back({summary, *stamp});
+      changed = true;
+    } else if (found != known.end()) {
+      changed = true;
+    }
+    out.push_back(std::move(summary));
+  }
+  changed = changed || file.size() != known.size();
+  if (changed) {
+    // A store this user may only read keeps its old file; the answer is
+    // the same either way.
+    (void)store.write_build_summaries(encode_summaries(file));
+  }
+  return out;
+}
+
+void
+check_build_summaries(const Store& store, FsckReport& report, bool repair)
+{
+  if (!store.keeps_build_summaries()) {
+    return;
+  }
+  const std::string relative(k_build_summary_file);
+  auto text = store.read_build_summaries();
+  if (!text) {
+    report.findings.push_back({relative, 0, text.error().message, FsckKind::damage, {}});
+    return;
+  }
+  auto refs = store.list_builds();
+  if (!refs) {
+    return; // the rest of fsck said why
+  }
+  std::vector<SummaryLine> fresh;
+  bool stamped = false;
+  auto summarize_all = [&] {
+    fresh.clear();
+    for (const BuildRef& ref : *refs) {
+      const auto stamp = store.build_stamp(ref);
+      if (!stamp) {
+        continue;
+      }
+      stamped = true;
+      auto index = store.read_build(ref);
+      std::vector<LogProblem> problems;
+      if (!index || !index->problems.empty()) {
+        continue;
+      }
+      BuildSummary summary = summarize_build(store, ref, index->events, problems);
+      if (problems.empty()) {
+        fresh.push_back({std::move(summary), *stamp});
+      }
+    }
+  };
+  size_t first_finding = report.findings.size();
+  bool damaged = false;
+  if (*text) {
+    auto lines = parse_summaries(**text);
+    if (!lines) {
+      damaged = true;
+      report.findings.push_back({relative, 0, lines.error().message, FsckKind::damage, {}});
+    } else {
+      summarize_all();
+      std::map<std::string, const SummaryLine*> now;
+      for (const SummaryLine& line : fresh) {
+        now.emplace(key_of(line.summary.ref), &line);
+      }
+      size_t number_of_line = 1;
+      for (const SummaryLine& line : *lines) {
+        ++number_of_line;
+        auto it = now.find(key_of(line.summary.ref));
+        // Out of date (its index grew or was rewritten since, or is gone):
+        // the next query refreshes it. Up to date but different: damage.
+        if (it == now.end() || !(it->second->stamp == line.stamp)) {
+          continue;
+        }
+        if (!(it->second->summary == line.summary)) {
+          report.findings.push_back({relative,
+                                     number_of_line,
+                                     "the summary of build " + line.summary.ref.build + " of "
+                                       + line.summary.ref.project + " does not match its build index",
+                                     FsckKind::damage,
+                                     {}});
+        }
+      }
+    }
+  }
+  if (!repair) {
+    return;
+  }
+  summarize_all(); // after the rest of the repair
+  if (!stamped && !*text) {
+    return;
+  }
+  // Nothing is lost by replacing it: every line is made from the indexes.
+  const std::string repaired = damaged ? "replaced: " : "";
+  auto written = store.write_build_summaries(encode_summaries(fresh));
+  for (size_t f = first_finding; f < report.findings.size(); ++f) {
+    if (written) {
+      report.findings[f].repair = repaired + "written anew from " + std::to_string(fresh.size()) + " build indexes";
+      ++report.repaired;
+    } else {
+      report.findings[f].problem += " (not repaired: " + written.error().message + ")";
+    }
+  }
+}
+
+// The directory store's file.
+
+Expected<std::optional<std::string>>
+DirectoryStore::read_build_summaries() const
+{
+  if (!m_root_fd) {
+    return std::optional<std::string>();
+  }
+  return read_whole(std::string(k_build_summary_file));
+}
+
+Expected<bool>
+DirectoryStore::write_build_summaries(const std::string& text) const
+{
+  if (!m_root_fd) {
+    return false;
+  }
+  const std::string name(k_build_summary_file);
+  const std::string full = m_root + "/" + name;
+  const std::string temp = layout::temp_name(name, layout::TempTag::create);
+  const int root_fd = m_root_fd.get();
+  util::Fd out(::openat(root_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!out) {
+    return Error{full + ": " + util::errno_text(errno)};
+  }
+  auto failed = [&](const std::string& why) {
+    ::unlinkat(root_fd, temp.c_str(), 0);
+    return Error{full + ": " + why};
+  };
+  // A group-shared store's summary stays writable by the group, as its
+  // format file is readable by it.
+  util::Fd format(::openat(root_fd, "fingerprint-store.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (format) {
+    if (auto access = util::copy_access(format.get(), out.get()); !access) {
+      return failed(access.error().message);
+    }
+  }
+  if (auto written = util::write_all(out.get(), text); !written) {
+    return failed(written.error().message);
+  }
+  if (::fsync(out.get()) != 0) {
+    return failed(util::errno_text(errno));
+  }
+  if (::renameat(root_fd, temp.c_str(), root_fd, name.c_str()) != 0) {
+    return failed(util::errno_text(errno));
+  }
+  (void)util::fsync_directory(root_fd);
+  return true;
+}
+
+std::optional<BuildStamp>
+DirectoryStore::build_stamp(const BuildRef& build) const
+{
+  if (!m_root_fd) {
+    return std::nullopt;
+  }
+  struct stat st
+  {};
+  if (::fstatat(m_root_fd.get(), layout::build_index(build).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0
+      || !S_ISREG(st.st_mode)) {
+    return std::nullopt;
+  }
+  return BuildStamp{static_cast<uint64_t>(st.st_size),
+                    static_cast<uint64_t>(st.st_ino),
+                    static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                    static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+} // namespace fingerprint::store
