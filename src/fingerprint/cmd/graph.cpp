@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <unistd.h>
+#include <unordered_set>
 
 namespace fingerprint::cmd {
 
@@ -434,7 +435,7 @@ run(const Args& args, Context& context, Prepared& prepared)
     edges.insert(unproduced_edges.begin(), unproduced_edges.end());
   }
   // The files left out, each once, of those the edges shown would pass.
-  std::set<std::string> hidden;
+  std::unordered_set<std::string> hidden;
   for (const auto& [consumer, digests] : all->unproduced) {
     if (in_project(consumer)) {
       hidden.insert(digests.begin(), digests.end());
@@ -555,7 +556,7 @@ run(const Args& args, Context& context, Prepared& prepared)
     page.colours = colour_of;
     // Every unproduced file: the page counts those its tables would show.
     for (auto& [consumer, digests] : all->unproduced) {
-      page.hidden.merge(digests);
+      page.hidden.insert(digests.begin(), digests.end());
     }
     // Two drawings: the builds' own graph, and the same with the files of
     // the toolchain and the system from their packages' nodes, which the

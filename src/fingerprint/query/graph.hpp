@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 namespace fingerprint::query {
@@ -47,7 +48,7 @@ struct Graph
   // file, given a package index), and per consumer node the digests it
   // read.
   Edges unproduced_edges;
-  std::map<std::string, std::set<std::string>> unproduced; // consumer node -> digests
+  std::map<std::string, std::unordered_set<std::string>> unproduced; // consumer node -> digests
   // With `with_events`: the digests passed along each edge of `edges` and
   // of `unproduced_edges`, so that the page can name the artifacts behind
   // an edge, not only their file names (two versions share one).

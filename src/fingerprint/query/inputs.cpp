@@ -4,6 +4,13 @@
 
 namespace fingerprint::query {
 
+namespace {
+
+// How many decoded manifests one command keeps (a few MB).
+constexpr size_t k_kept_manifests = 4096;
+
+} // namespace
+
 std::string
 role_of(const store::Event& event)
 {
@@ -16,26 +23,41 @@ ManifestInputs::manifest(const std::string& key, std::vector<store::LogProblem>&
   if (auto it = m_manifests.find(key); it != m_manifests.end()) {
     return it->second ? &*it->second : nullptr;
   }
+  if (m_manifests.size() >= k_kept_manifests) {
+    m_manifests.clear();
+  }
   auto& slot = m_manifests[key];
   const std::string where = "manifest " + key;
+  auto report = [&](const std::string& why) {
+    if (m_reported.insert(key).second) {
+      problems.push_back({where, 0, why});
+    }
+    return nullptr;
+  };
   auto parsed = store::parse_digest_key(key);
   if (!parsed) {
-    problems.push_back({where, 0, parsed.error().message});
-    return nullptr;
+    return report(parsed.error().message);
   }
   auto read = m_store.read_manifest(*parsed);
   if (!read) {
-    problems.push_back({where, 0, read.error().message});
-    return nullptr;
+    return report(read.error().message);
   }
   if (!*read) {
     // put_manifest() stores the manifest before any event names it: this
     // one was lost, or set aside by fsck.
-    problems.push_back({where, 0, "named as the inputs of a product, but not in the store"});
-    return nullptr;
+    return report("named as the inputs of a product, but not in the store");
   }
   slot = std::move(**read);
   return &*slot;
+}
+
+const store::Manifest*
+ManifestInputs::manifest_of(const store::Event& produced, std::vector<store::LogProblem>& problems)
+{
+  if (produced.event != store::EventKind::produced || produced.inputs.empty()) {
+    return nullptr;
+  }
+  return manifest(produced.inputs, problems);
 }
 
 std::vector<store::Event>
@@ -50,9 +72,15 @@ ManifestInputs::of(const store::Event& produced, std::vector<store::LogProblem>&
     return inputs;
   }
   inputs.reserve(found->entries.size());
+  // The product's signature covers the manifest: its line vouches for every
+  // edge. An unsigned product vouches for nothing (an edge without a voucher
+  // reads as unsigned, as it would through one), and its line is not made
+  // once per edge: a store of a million input relations has a million.
+  const std::string voucher =
+    produced.signer.empty() && produced.sig.empty() ? std::string() : store::serialize(produced);
   for (const store::ManifestEntry& entry : found->entries) {
     store::Event event = produced;
-    event.vouched_by.line = store::serialize(produced); // its signature covers the manifest
+    event.vouched_by.line = voucher;
     event.signer.clear();
     event.sig.clear();
     event.event = store::EventKind::consumed;

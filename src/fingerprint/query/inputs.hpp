@@ -10,6 +10,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,18 @@ public:
   // rest of the graph.
   std::vector<store::Event> of(const store::Event& produced, std::vector<store::LogProblem>& problems);
 
+  // The input manifest `produced` names, as of() reads it; nullptr when it
+  // names none or it is unusable. Valid until the next call.
+  const store::Manifest* manifest_of(const store::Event& produced, std::vector<store::LogProblem>& problems);
+
 private:
   const store::Manifest* manifest(const std::string& key, std::vector<store::LogProblem>& problems);
 
   const store::Store& m_store;
-  std::map<std::string, std::optional<store::Manifest>> m_manifests; // by "sha256:<hex>"; nullopt: unusable
+  // By "sha256:<hex>"; nullopt: unusable. Bounded: a relink's manifest is
+  // asked for again soon, and a whole store's would not fit.
+  std::map<std::string, std::optional<store::Manifest>> m_manifests;
+  std::set<std::string> m_reported; // unusable ones, each reported once
 };
 
 // Appends to `events` (a build index's, or several) the consumed events of
