@@ -14,7 +14,8 @@
 # PREFIX holds the installed runner (bin/fingerprint) and module.
 # `generated`: a project of TARGETS targets in subdirectories (a third
 # static libraries, a third shared libraries linking one, a third programs
-# linking one of each), one source each, including 30 of a pool of 300
+# linking one of each), one source each, including $FINGERPRINT_BENCH_HEADERS
+# (default 30; 0 makes the trivial targets of issue 18) of a pool of 300
 # project headers (each a small class with inline members and its own
 # includes) and <string>, <vector>. `gtest`: GoogleTest's
 # sources as Debian ships them in /usr/src/googletest, configured as
@@ -28,7 +29,11 @@
 # user+sys ms) of each tree, the median of the per-round wall ratios
 # hooked/plain, the number of compiles and links, and the CPU the hooks add
 # per compile ((compile-hooked - plain) / compiles) and per link
-# ((hooked - compile-hooked) / links). For `generated`, then a second line
+# ((hooked - compile-hooked) / links), and the hooks' own CPU as the
+# runners report it ($FINGERPRINT_CPU_LOG: each runner's CPU from its fork
+# to its exit, without the tools it runs), per compile and per link: the
+# steady figure, which the compilers' own variation does not blur. For
+# `generated`, then a second line
 # with the store's size after a clean build and after an unchanged rebuild
 # (every source touched, bytes kept), see store_sizes below.
 set -euo pipefail
@@ -52,6 +57,7 @@ PY=/usr/bin/python3
 work=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-hooks.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 jobs=$(nproc)
+headers=${FINGERPRINT_BENCH_HEADERS:-30}
 say() { echo "==> $*" >&2; }
 
 # generate DIR: the generated project.
@@ -93,7 +99,7 @@ HPP
     mkdir -p "$dir"
     echo "add_subdirectory(t$i)" >>"$src/CMakeLists.txt"
     local picked=() seen=" "
-    while ((${#picked[@]} < 30)); do # 30 distinct headers
+    while ((${#picked[@]} < headers)); do # distinct headers
       h=$((RANDOM % pool))
       [[ $seen == *" $h "* ]] && continue
       seen+="$h "
@@ -106,6 +112,7 @@ HPP
       echo "std::string t$i(int n) {"
       echo "  std::vector<std::string> parts;"
       for h in "${picked[@]:0:6}"; do
+        [[ -n $h ]] || continue
         echo "  { gen$h::Item$h item(\"t$i\"); item.add(n); parts.push_back(item.name() + std::to_string(item.total() + gen$h::helper$h(n))); }"
       done
       echo "  std::string out;"
@@ -173,17 +180,24 @@ build() {
     rm -rf "$store" "$FINGERPRINT_CACHE_DIR"
   fi
   sync
-  /usr/bin/time -f "%e %U %S" -o "$work/time" ninja -C "$work/$tree" -j"$jobs" >"$work/$tree.log" 2>&1 || {
+  rm -f "$work/cpu.log"
+  FINGERPRINT_CPU_LOG=$work/cpu.log /usr/bin/time -f "%e %U %S" -o "$work/time" ninja -C "$work/$tree" -j"$jobs" \
+    >"$work/$tree.log" 2>&1 || {
     tail -20 "$work/$tree.log" >&2
     echo "error: the $tree build failed" >&2
     exit 1
   }
   awk '{ printf "%.0f %.0f\n", $1 * 1000, ($2 + $3) * 1000 }' "$work/time" >>"$work/$tree.times"
+  # The runners' own CPU by subcommand, in microseconds: "compile US launch US".
+  if [[ -f $work/cpu.log ]]; then
+    awk '{ us[$1] += $2 + $3 } END { printf "%d %d\n", us["compile"], us["launch"] }' "$work/cpu.log" >>"$work/$tree.self"
+  fi
 }
 
 # One untimed build first: the page cache holds the compiler and headers.
 build plain
 for tree in "${trees[@]}"; do : >"$work/$tree.times"; done
+rm -f "$work"/*.self
 # Rounds rotate the order (plain hooked compile, hooked compile plain, ...),
 # so that no tree always follows the same one.
 for ((r = 0; r < runs; r++)); do
@@ -205,6 +219,7 @@ for tree in ("plain", "hooked", "compile"):
         continue
     rows = [tuple(map(int, l.split())) for l in open(f"{work}/{tree}.times")]
     t[tree] = rows
+self_us = [tuple(map(int, l.split())) for l in open(f"{work}/hooked.self")] if os.path.exists(f"{work}/hooked.self") else [(0, 0)]
 med = lambda xs: statistics.median(xs)
 wall = {k: med([r[0] for r in v]) for k, v in t.items()}
 cpu = {k: med([r[1] for r in v]) for k, v in t.items()}
@@ -220,6 +235,10 @@ print(f"runs={runs} compiles={compiles} links={links} builds_recorded={recorded}
       f" cpu_plain_ms={cpu['plain']:.0f} cpu_hooked_ms={cpu['hooked']:.0f} cpu_compile_ms={cpu['compile']:.0f}"
       f" wall_ratio={pair:.3f} cpu_ratio={pair_cpu:.3f}"
       f" cpu_per_compile_ms={per_compile:.2f} cpu_per_link_ms={per_link:.2f}"
+      f" cpu_added_per_link_ms={(cpu['hooked'] - cpu['plain']) / links:.2f}"
+      f" self_per_compile_ms={med([c for c, _ in self_us]) / 1000 / max(compiles, 1):.3f}"
+      f" self_per_link_ms={med([l for _, l in self_us]) / 1000 / links:.3f}"
+      f" self_all_per_link_ms={med([c + l for c, l in self_us]) / 1000 / links:.3f}"
       f" wall_plain_all={'/'.join(str(r[0]) for r in t['plain'])}"
       f" wall_hooked_all={'/'.join(str(r[0]) for r in t['hooked'])}")
 EOF

@@ -133,22 +133,11 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
     print_error(context, "launch: " + plan.error().message);
     return k_exit_usage;
   }
-  if (plan->final_step) {
-    // Before the link: a build tool killed during it leaves an orphan
-    // that can no longer tell which invocation it belongs to.
-    hook::claim_build_id(absolute_path(*args.value("build-dir")));
-  }
-  auto status = util::run_program(plan->command);
-  if (!status) {
-    print_error(context, status.error().message);
-    return 127;
-  }
-  if (*status != 0 || !plan->final_step) {
-    if (!plan->depfile.empty()) {
-      ::remove(plan->depfile.c_str());
-    }
-    if (*status == 0 && !plan->links) {
-      // ar, before ranlib: the objects are named here only.
+  if (!plan->final_step) {
+    // rm or ar of an archive: nothing to do after the command, so the
+    // runner becomes it (one process fewer per step; the bookkeeping is
+    // done first). ar names the objects here only, for the ranlib step.
+    if (!plan->links) {
       const std::string output = absolute_path(*args.value("output"));
       const std::string build_dir = absolute_path(*args.value("build-dir"));
       auto found = hook::collect_link_inputs(plan->command, "", output, build_dir, false, [](const std::string&) {});
@@ -158,6 +147,23 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
       } else {
         hook::save_archive_objects(list, found.objects);
       }
+    }
+    std::fflush(nullptr);
+    util::exec_program(plan->command);
+    print_error(context, plan->command.front() + ": " + util::errno_text(errno));
+    return 127;
+  }
+  // Before the link: a build tool killed during it leaves an orphan
+  // that can no longer tell which invocation it belongs to.
+  hook::claim_build_id(absolute_path(*args.value("build-dir")));
+  auto status = util::run_program(plan->command);
+  if (!status) {
+    print_error(context, status.error().message);
+    return 127;
+  }
+  if (*status != 0) {
+    if (!plan->depfile.empty()) {
+      ::remove(plan->depfile.c_str());
     }
     return *status;
   }

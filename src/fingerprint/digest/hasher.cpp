@@ -1,7 +1,13 @@
+// SHA256_Init and friends are deprecated in OpenSSL 3.0 in favour of EVP,
+// whose fetch this avoids (Hasher::m_sha256); they remain supported in 3.x.
+// Defined before any OpenSSL header is read.
+#define OPENSSL_SUPPRESS_DEPRECATED
+
 #include <fingerprint/digest/hasher.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <atomic>
@@ -128,8 +134,12 @@ Hasher::CtxDeleter::operator()(EVP_MD_CTX* ctx) const
 Hasher::Hasher(Algorithm algorithm, ReadStrategy strategy)
   : m_algorithm(algorithm)
   , m_strategy(strategy)
-  , m_ctx(EVP_MD_CTX_new())
 {
+  if (algorithm == Algorithm::sha256) {
+    m_sha256 = std::make_unique<SHA256_CTX>();
+  } else {
+    m_ctx.reset(EVP_MD_CTX_new());
+  }
   install_sigbus_handler();
 }
 
@@ -140,18 +150,28 @@ Hasher& Hasher::operator=(Hasher&&) noexcept = default;
 Expected<void>
 Hasher::begin()
 {
-  if (!m_ctx || EVP_DigestInit_ex2(m_ctx.get(), evp_md(m_algorithm), nullptr) != 1) {
+  const bool started = m_sha256 ? SHA256_Init(m_sha256.get()) == 1
+                                : m_ctx && EVP_DigestInit_ex2(m_ctx.get(), evp_md(m_algorithm), nullptr) == 1;
+  if (!started) {
     return Error{"OpenSSL could not start a digest"};
   }
   return {};
+}
+
+bool
+Hasher::update(const void* data, size_t size)
+{
+  return m_sha256 ? SHA256_Update(m_sha256.get(), data, size) == 1 : EVP_DigestUpdate(m_ctx.get(), data, size) == 1;
 }
 
 Expected<std::string>
 Hasher::finish()
 {
   unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_DigestFinal_ex(m_ctx.get(), out, &length) != 1) {
+  unsigned int length = SHA256_DIGEST_LENGTH;
+  const bool finished =
+    m_sha256 ? SHA256_Final(out, m_sha256.get()) == 1 : EVP_DigestFinal_ex(m_ctx.get(), out, &length) == 1;
+  if (!finished) {
     return Error{"OpenSSL could not finish a digest"};
   }
   return util::to_hex(out, length);
@@ -163,7 +183,7 @@ Hasher::digest_bytes(std::string_view bytes)
   if (auto ok = begin(); !ok) {
     return ok.error();
   }
-  if (EVP_DigestUpdate(m_ctx.get(), bytes.data(), bytes.size()) != 1) {
+  if (!update(bytes.data(), bytes.size())) {
     return Error{"OpenSSL digest update failed"};
   }
   return finish();
@@ -300,20 +320,20 @@ Hasher::update_by_mmap(int fd, uint64_t size, bool ahead)
     helper.emplace(bytes, size);
   }
   sigjmp_buf jump;
-  bool truncated = false;
-  bool updated = true;
   // Volatile: read after a siglongjmp back into this frame.
+  volatile bool truncated = false;
+  volatile bool updated = true;
   volatile uint64_t hashed = 0;
   if (sigsetjmp(jump, 1) == 0) {
     t_sigbus_jump = &jump;
     if (!helper) {
-      updated = EVP_DigestUpdate(m_ctx.get(), map, size) == 1;
+      updated = update(map, size);
       hashed = size;
     }
     while (helper && hashed < size && updated) {
       const uint64_t end = std::min(size, hashed + k_ahead_chunk);
       helper->wait_prepared(end);
-      updated = EVP_DigestUpdate(m_ctx.get(), bytes + hashed, end - hashed) == 1;
+      updated = update(bytes + hashed, end - hashed);
       hashed = end;
       helper->set_hashed(end);
     }
@@ -354,7 +374,7 @@ Hasher::update_by_read(int fd, uint64_t* size_out)
     if (n == 0) {
       break;
     }
-    if (EVP_DigestUpdate(m_ctx.get(), m_buffer.data(), static_cast<size_t>(n)) != 1) {
+    if (!update(m_buffer.data(), static_cast<size_t>(n))) {
       return Error{"OpenSSL digest update failed"};
     }
     total += static_cast<uint64_t>(n);

@@ -75,6 +75,13 @@ run_program(const std::vector<std::string>& argv)
   return wait_for(pid, argv.front());
 }
 
+void
+exec_program(const std::vector<std::string>& argv)
+{
+  auto arguments = c_argv(argv);
+  ::execvp(arguments[0], arguments.data());
+}
+
 Expected<Captured>
 run_captured(const std::vector<std::string>& argv, std::string_view input)
 {

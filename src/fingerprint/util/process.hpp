@@ -16,6 +16,10 @@ namespace fingerprint::util {
 // number when it died of one, as a shell reports it.
 Expected<int> run_program(const std::vector<std::string>& argv);
 
+// Replaces this process with `argv` (looked up in $PATH as execvp does).
+// Returns only when that fails, with errno set.
+void exec_program(const std::vector<std::string>& argv);
+
 // What a program run with run_captured() left behind.
 struct Captured
 {
