@@ -1,0 +1,69 @@
+#pragma once
+
+// Ninja's deps log (`.ninja_deps` in the build tree): what each compile
+// read, as Ninja took it from the compiler's dependency file before it
+// deleted that file. Read rather than asked of `ninja -t deps`, which loads
+// the whole build manifest first.
+//
+// The format (Ninja 1.10 and later, version 4): the header "# ninjadeps\n"
+// and a 4-byte version, then records, each a 4-byte word whose high bit
+// says which kind and whose other 31 bits give the size of what follows.
+// A path record is the path, padded with NULs to a multiple of 4, and the
+// one's complement of its id (ids count path records from 0). A deps
+// record is the output's id, its mtime (8 bytes) and the input ids. A later
+// deps record of an output replaces an earlier one. Integers are in the
+// machine's byte order.
+
+#include <fingerprint/util/expected.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace fingerprint::hook {
+
+class NinjaDepsLog
+{
+public:
+  // Parses the bytes of a deps log. A record cut short or failing its
+  // checksum ends the log there, as Ninja itself treats it (a build killed
+  // while writing leaves one); a wrong header or version is an error.
+  static Expected<NinjaDepsLog> parse(std::string bytes);
+
+  // Reads and parses the file at `path`.
+  static Expected<NinjaDepsLog> read(const std::string& path);
+
+  // The inputs recorded for `output`, named as Ninja names it (relative to
+  // the build tree, or absolute); empty when it has none.
+  std::vector<std::string> inputs_of(std::string_view output) const;
+
+  size_t
+  path_count() const
+  {
+    return m_paths.size();
+  }
+
+  size_t
+  output_count() const
+  {
+    return m_deps.size();
+  }
+
+private:
+  struct Deps
+  {
+    size_t offset = 0; // of the first input id in m_bytes
+    size_t count = 0;
+  };
+
+  // Behind a pointer so that the views into it survive moving the log.
+  std::unique_ptr<const std::string> m_bytes;
+  std::vector<std::string_view> m_paths; // into *m_bytes, by id
+  std::unordered_map<std::string_view, uint32_t> m_ids;
+  std::unordered_map<uint32_t, Deps> m_deps; // by output id
+};
+
+} // namespace fingerprint::hook
