@@ -59,7 +59,7 @@ record_step(const Args& args,
     found.objects.insert(found.objects.end(), saved.begin(), saved.end());
   }
   size_t unknown = 0;
-  const auto compiled = hook::compile_inputs(found.objects, unknown);
+  const auto compiled = hook::compile_inputs(found.objects, unknown, absolute_build_dir);
   if (unknown > 0) {
     print_warning(context,
                   target + ": what the compiles of " + std::to_string(unknown) + " of its "

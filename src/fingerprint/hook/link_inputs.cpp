@@ -1,4 +1,5 @@
 #include <fingerprint/hook/link_inputs.hpp>
+#include <fingerprint/hook/ninja_deps.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 
@@ -377,7 +378,7 @@ compile_record_path(const std::string& object)
 }
 
 std::vector<std::string>
-compile_inputs(const std::vector<std::string>& objects, size_t& missing)
+compile_inputs(const std::vector<std::string>& objects, size_t& missing, const std::string& build_dir)
 {
   std::vector<std::string> inputs;
   std::set<std::string> seen;
@@ -385,6 +386,35 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing)
     if (seen.insert(path).second) {
       inputs.push_back(std::move(path));
     }
+  };
+  // Read only when an object has neither of the other records.
+  std::optional<NinjaDepsLog> ninja_deps;
+  bool ninja_deps_read = false;
+  auto from_ninja_deps = [&](const std::string& object) {
+    if (build_dir.empty()) {
+      return false;
+    }
+    if (!ninja_deps_read) {
+      ninja_deps_read = true;
+      if (auto log = NinjaDepsLog::read(build_dir + "/.ninja_deps")) {
+        ninja_deps.emplace(std::move(*log));
+      }
+    }
+    struct stat st
+    {};
+    if (!ninja_deps || ::stat(object.c_str(), &st) != 0) {
+      return false;
+    }
+    // Ninja names the objects it builds relative to its build tree.
+    const std::string name = object.starts_with(build_dir + "/") ? object.substr(build_dir.size() + 1) : object;
+    const auto mtime = ninja_deps->mtime_of(name);
+    if (!mtime || *mtime != int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec) {
+      return false;
+    }
+    for (const auto& path : ninja_deps->inputs_of(name)) {
+      add(util::absolute_path(path.starts_with('/') ? path : build_dir + "/" + path));
+    }
+    return true;
   };
   missing = 0;
   for (const std::string& object : objects) {
@@ -416,7 +446,9 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing)
     const size_t cmake_files = object.rfind("/CMakeFiles/");
     auto text = util::read_regular_file(depfile);
     if (!text || cmake_files == std::string::npos) {
-      ++missing;
+      if (!from_ninja_deps(object)) {
+        ++missing;
+      }
       continue;
     }
     const std::string base = object.substr(0, cmake_files);

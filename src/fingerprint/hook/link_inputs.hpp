@@ -60,10 +60,14 @@ std::vector<std::string> take_archive_objects(const std::string& path);
 std::string compile_record_path(const std::string& object);
 
 // What the compiles of `objects` read (compile_record_path; for an object
-// compiled without it, the dependency file Unix Makefiles keep beside it):
-// their union, absolute, first seen first. An object with neither, or
-// whose record is older than it, is counted in `missing`.
-std::vector<std::string> compile_inputs(const std::vector<std::string>& objects, size_t& missing);
+// compiled without it, the dependency file Unix Makefiles keep beside it,
+// or the record in Ninja's deps log in `build_dir` made when the object
+// had its current mtime): their union, absolute, first seen first. An
+// object with none, or whose record is older than it, is counted in
+// `missing`.
+std::vector<std::string> compile_inputs(const std::vector<std::string>& objects,
+                                        size_t& missing,
+                                        const std::string& build_dir = {});
 
 // Per-target settings the CMake module writes at generate time (one file
 // per configuration) from the FINGERPRINT_CONSUMES / FINGERPRINT_PRODUCES

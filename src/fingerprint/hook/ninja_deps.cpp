@@ -59,7 +59,8 @@ NinjaDepsLog::parse(std::string bytes)
       if (!known) {
         break; // ids are written before they are used: anything else is damage
       }
-      log.m_deps[output] = {body + 12, count};
+      const uint64_t mtime = word_at(b, body + 4) | (uint64_t{word_at(b, body + 8)} << 32);
+      log.m_deps[output] = {body + 12, count, static_cast<int64_t>(mtime)};
     } else {
       if (size < 4) {
         break;
@@ -114,6 +115,20 @@ NinjaDepsLog::read(const std::string& path)
     return make_error(path, log.error().message);
   }
   return log;
+}
+
+std::optional<int64_t>
+NinjaDepsLog::mtime_of(std::string_view output) const
+{
+  const auto id = m_ids.find(output);
+  if (id == m_ids.end()) {
+    return std::nullopt;
+  }
+  const auto deps = m_deps.find(id->second);
+  if (deps == m_deps.end()) {
+    return std::nullopt;
+  }
+  return deps->second.mtime;
 }
 
 std::vector<std::string>

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,6 +41,10 @@ public:
   // the build tree, or absolute); empty when it has none.
   std::vector<std::string> inputs_of(std::string_view output) const;
 
+  // The mtime (nanoseconds) `output` had when its inputs were recorded: a
+  // record is only the output's own while the two agree.
+  std::optional<int64_t> mtime_of(std::string_view output) const;
+
   size_t
   path_count() const
   {
@@ -55,8 +60,9 @@ public:
 private:
   struct Deps
   {
-    size_t offset = 0; // of the first input id in m_bytes
+    size_t offset = 0; // of the first input id in *m_bytes
     size_t count = 0;
+    int64_t mtime = 0;
   };
 
   // Behind a pointer so that the views into it survive moving the log.

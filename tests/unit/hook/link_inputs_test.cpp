@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
+#include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
@@ -160,6 +161,39 @@ TEST(CompileInputs, ARecordOlderThanItsObjectIsNotTrustedAndMakesDependencyFiles
   size_t missing = 0;
   EXPECT_EQ(compile_inputs({fresh, stale, made}, missing),
             (Paths{"/src/a.cpp", "/src/a.hpp", "/src/m.cpp", dir / "sub/gen/m.hpp"}));
+  EXPECT_EQ(missing, 1U);
+}
+
+// Under Ninja, an object compiled without the compile launcher (before
+// fingerprinting was set up) still has what its compile read in Ninja's
+// deps log, while the object is the one that record was made for.
+TEST(CompileInputs, NinjasDepsLogAnswersForAnObjectWithoutARecord)
+{
+  const test::TempDir dir;
+  std::filesystem::create_directories(dir / "CMakeFiles/t.dir");
+  test::write_file(dir / "n.cpp", "");
+  test::write_file(dir / "n.hpp", "");
+  test::write_file(dir / "build.ninja",
+                   "rule cc\n"
+                   "  command = printf '$out: n.cpp n.hpp /usr/include/stdio.h\\n' > $out.d && touch $out\n"
+                   "  depfile = $out.d\n"
+                   "  deps = gcc\n"
+                   "build CMakeFiles/t.dir/n.o: cc n.cpp\n");
+  const std::string build = "cd '" + std::string(dir.path()) + "' && ninja >/dev/null 2>&1";
+  ASSERT_EQ(std::system(build.c_str()), 0);
+  const std::string object = dir / "CMakeFiles/t.dir/n.o";
+  ASSERT_FALSE(std::filesystem::exists(object + ".d")) << "ninja keeps the dependency file";
+  size_t missing = 9;
+  EXPECT_EQ(compile_inputs({object}, missing, dir.path()),
+            (Paths{dir / "n.cpp", dir / "n.hpp", "/usr/include/stdio.h"}));
+  EXPECT_EQ(missing, 0U);
+  // Without the build tree the log is not looked for.
+  EXPECT_EQ(compile_inputs({object}, missing), Paths{});
+  EXPECT_EQ(missing, 1U);
+  // Made again outside Ninja: the record is no longer this object's.
+  const timespec times[2] = {{0, UTIME_OMIT}, {12345, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, object.c_str(), times, 0), 0);
+  EXPECT_EQ(compile_inputs({object}, missing, dir.path()), Paths{});
   EXPECT_EQ(missing, 1U);
 }
 
