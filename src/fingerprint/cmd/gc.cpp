@@ -3,6 +3,7 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/hook/recorder.hpp>
+#include <fingerprint/store/build_summary.hpp>
 #include <fingerprint/store/gc.hpp>
 #include <fingerprint/util/text.hpp>
 
@@ -135,6 +136,14 @@ run(const Args& args, Context& context, Prepared& prepared)
   }
   for (const auto& failure : result.failures) {
     print_error(context, "gc: " + failure);
+  }
+  // Last, the build index's summary (store/build_summary.hpp) brought up to
+  // date: with the indexes gc rewrote, and with every build since the last
+  // gc, so that `builds` reads only what is appended from now on.
+  if (!dry_run) {
+    if (auto refreshed = store::refresh_build_summaries(*prepared.store); !refreshed) {
+      print_warning(context, "gc: the builds summary is not brought up to date: " + refreshed.error().message);
+    }
   }
 
   const size_t builds_dropped = plan->builds_dropped();

@@ -44,6 +44,15 @@ versions_at(const store::Store& store, const std::set<std::string>& paths, std::
   }
   ManifestInputs manifests(store);
   for (const store::Event& product : products) {
+    // Most manifests list none of the paths: looked at as they are, and
+    // made into events only when one does.
+    const store::Manifest* manifest = manifests.manifest_of(product, problems);
+    if (manifest == nullptr
+        || std::none_of(manifest->entries.begin(), manifest->entries.end(), [&](const store::ManifestEntry& entry) {
+             return paths.contains(entry.path);
+           })) {
+      continue;
+    }
     for (const store::Event& input : manifests.of(product, problems)) {
       if (paths.contains(input.path)) {
         seen(input).read = true;

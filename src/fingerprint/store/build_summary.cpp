@@ -232,8 +232,12 @@ parse_summaries(std::string_view text)
   return lines;
 }
 
+namespace {
+
+// build_summaries(), and with `write` the file replaced when it was not up
+// to date.
 Expected<std::vector<BuildSummary>>
-build_summaries(const Store& store, const std::string& project, std::vector<LogProblem>& problems)
+collect_summaries(const Store& store, const std::string& project, std::vector<LogProblem>& problems, bool write)
 {
   std::vector<BuildSummary> out;
   if (!store.keeps_build_summaries()) {
@@ -296,12 +300,34 @@ build_summaries(const Store& store, const std::string& project, std::vector<LogP
     out.push_back(std::move(summary));
   }
   changed = changed || file.size() != known.size();
-  if (changed) {
-    // A store this user may only read keeps its old file; the answer is
-    // the same either way.
-    (void)store.write_build_summaries(encode_summaries(file));
+  if (write && changed) {
+    if (auto written = store.write_build_summaries(encode_summaries(file)); !written) {
+      return written.error();
+    }
   }
   return out;
+}
+
+} // namespace
+
+Expected<std::vector<BuildSummary>>
+build_summaries(const Store& store, const std::string& project, std::vector<LogProblem>& problems)
+{
+  return collect_summaries(store, project, problems, false);
+}
+
+Expected<bool>
+refresh_build_summaries(const Store& store)
+{
+  if (!store.keeps_build_summaries()) {
+    return false;
+  }
+  std::vector<LogProblem> problems; // the builds they concern get no line; fsck names them
+  auto done = collect_summaries(store, {}, problems, true);
+  if (!done) {
+    return done.error();
+  }
+  return true;
 }
 
 void

@@ -5,13 +5,13 @@
 // directory store, one line per build, each stamped with the size, inode
 // and times its build index had when it was summarized. A line whose stamp
 // still matches its index is used instead of reading the index and every
-// input manifest its products name (a build of 10 products and 200 inputs:
-// 11 files read for one line); the others are summarized again and the
-// file replaced whole (temporary file, fsync, rename), so it is whole or
-// absent. Appends never touch it: a hook stays O(1), and the first query
-// after a build refreshes what changed. A store without it (older, or read
-// only for this user) is answered from the indexes as before. fsck checks
-// it against the indexes; --repair writes it anew.
+// input manifest its products name (a build of 10 products: 11 files read
+// for one line); the builds appended to since are summarized from their
+// files. Queries never write it (reading a store changes nothing in it),
+// nor do appends (a hook stays O(1)): gc and fsck --repair, which change a
+// store anyway, bring it up to date, replacing it whole (temporary file,
+// fsync, rename). A store without it (older, or never gc'ed) is answered
+// from the indexes as before. fsck checks it against the indexes.
 
 #include <fingerprint/store/store.hpp>
 
@@ -68,13 +68,16 @@ Expected<std::vector<SummaryLine>> parse_summaries(std::string_view text);
 
 // Every build's summary (only `project`'s when not empty), in
 // list_builds() order: from the summary file where its stamp matches, else
-// from the build's index and manifests; then, when anything was summarized
-// anew and the store lets this user write, the file is replaced. Problems
-// of the builds read go to `problems` (a build with a problem is never put
-// in the file, so a later call reports it again).
+// from the build's index and manifests. Problems of the builds read go to
+// `problems` (a build with a problem is never put in the file, so every
+// call reports it). Writes nothing.
 Expected<std::vector<BuildSummary>> build_summaries(const Store& store,
                                                     const std::string& project,
                                                     std::vector<LogProblem>& problems);
+
+// Brings the file up to date with every build, replacing it when a line
+// changed, appeared or went (gc calls it); false when the store keeps none.
+Expected<bool> refresh_build_summaries(const Store& store);
 
 // fsck's part: checks the summary file (when there is one) against the
 // build indexes: damaged, or a line whose stamp matches but whose counts
