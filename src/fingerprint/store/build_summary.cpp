@@ -362,7 +362,9 @@ check_build_summaries(const Store& store, FsckReport& report, bool repair)
         continue;
       }
       BuildSummary summary = summarize_build(store, ref, index->events, problems);
-      if (problems.empty()) {
+      // An append that landed while it was read makes it no measure of a
+      // line stamped as the index was before (and no line of its own).
+      if (const auto after = store.build_stamp(ref); problems.empty() && after && *after == *stamp) {
         fresh.push_back({std::move(summary), *stamp});
       }
     }
