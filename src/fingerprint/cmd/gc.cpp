@@ -139,8 +139,10 @@ run(const Args& args, Context& context, Prepared& prepared)
   }
   // Last, the build index's summary (store/build_summary.hpp) brought up to
   // date: with the indexes gc rewrote, and with every build since the last
-  // gc, so that `builds` reads only what is appended from now on.
-  if (!dry_run) {
+  // gc, so that `builds` reads only what is appended from now on. Not
+  // after a failure: what stopped gc (a store this user may only read, a
+  // full disk) would stop the summary too, and say so once more.
+  if (!dry_run && result.failures.empty()) {
     if (auto refreshed = store::refresh_build_summaries(*prepared.store); !refreshed) {
       print_warning(context, "gc: the builds summary is not brought up to date: " + refreshed.error().message);
     }

@@ -317,7 +317,12 @@ Hasher::update_by_mmap(int fd, uint64_t size, bool ahead)
   ::madvise(map, size, MADV_SEQUENTIAL);
   std::optional<MappingAhead> helper;
   if (ahead) {
-    helper.emplace(bytes, size);
+    try {
+      helper.emplace(bytes, size);
+    } catch (const std::system_error&) {
+      // No thread to be had (a process or memory limit): the hasher maps
+      // the pages in itself, as ReadStrategy::mmap does.
+    }
   }
   sigjmp_buf jump;
   // Volatile: read after a siglongjmp back into this frame.
