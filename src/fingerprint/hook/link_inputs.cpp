@@ -1,3 +1,4 @@
+#include <fingerprint/digest/hasher.hpp>
 #include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/ninja_deps.hpp>
 #include <fingerprint/util/fd.hpp>
@@ -408,7 +409,7 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing, const s
     // Ninja names the objects it builds relative to its build tree.
     const std::string name = object.starts_with(build_dir + "/") ? object.substr(build_dir.size() + 1) : object;
     const auto mtime = ninja_deps->mtime_of(name);
-    if (!mtime || *mtime != int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec) {
+    if (!mtime || *mtime != digest::FileIdentity::from_stat(st).mtime_ns) {
       return false;
     }
     for (const auto& path : ninja_deps->inputs_of(name)) {

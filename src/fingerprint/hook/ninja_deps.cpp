@@ -1,11 +1,7 @@
 #include <fingerprint/hook/ninja_deps.hpp>
 #include <fingerprint/util/fd.hpp>
 
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace fingerprint::hook {
 
@@ -85,67 +81,46 @@ NinjaDepsLog::parse(std::string bytes)
 Expected<NinjaDepsLog>
 NinjaDepsLog::read(const std::string& path)
 {
-  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    return make_error(path, util::errno_text(errno));
+  auto bytes = util::read_regular_file(path);
+  if (!bytes) {
+    return bytes.error();
   }
-  struct stat st
-  {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return make_error(path, util::errno_text(errno));
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return make_error(path, util::errno_text(errno));
-    }
-    if (n == 0) {
-      break; // shorter than its size said: Ninja may be rewriting it
-    }
-    done += static_cast<size_t>(n);
-  }
-  bytes.resize(done);
-  auto log = parse(std::move(bytes));
+  auto log = parse(std::move(*bytes));
   if (!log) {
     return make_error(path, log.error().message);
   }
   return log;
 }
 
-std::optional<int64_t>
-NinjaDepsLog::mtime_of(std::string_view output) const
+const NinjaDepsLog::Deps*
+NinjaDepsLog::find(std::string_view output) const
 {
   const auto id = m_ids.find(output);
   if (id == m_ids.end()) {
-    return std::nullopt;
+    return nullptr;
   }
   const auto deps = m_deps.find(id->second);
-  if (deps == m_deps.end()) {
-    return std::nullopt;
-  }
-  return deps->second.mtime;
+  return deps == m_deps.end() ? nullptr : &deps->second;
+}
+
+std::optional<int64_t>
+NinjaDepsLog::mtime_of(std::string_view output) const
+{
+  const Deps* deps = find(output);
+  return deps != nullptr ? std::optional(deps->mtime) : std::nullopt;
 }
 
 std::vector<std::string>
 NinjaDepsLog::inputs_of(std::string_view output) const
 {
   std::vector<std::string> inputs;
-  const auto id = m_ids.find(output);
-  if (id == m_ids.end()) {
+  const Deps* deps = find(output);
+  if (deps == nullptr) {
     return inputs;
   }
-  const auto deps = m_deps.find(id->second);
-  if (deps == m_deps.end()) {
-    return inputs;
-  }
-  inputs.reserve(deps->second.count);
-  for (size_t i = 0; i < deps->second.count; ++i) {
-    inputs.emplace_back(m_paths[word_at(*m_bytes, deps->second.offset + 4 * i)]);
+  inputs.reserve(deps->count);
+  for (size_t i = 0; i < deps->count; ++i) {
+    inputs.emplace_back(m_paths[word_at(*m_bytes, deps->offset + 4 * i)]);
   }
   return inputs;
 }

@@ -65,6 +65,8 @@ private:
     int64_t mtime = 0;
   };
 
+  const Deps* find(std::string_view output) const;
+
   // Behind a pointer so that the views into it survive moving the log.
   std::unique_ptr<const std::string> m_bytes;
   std::vector<std::string_view> m_paths; // into *m_bytes, by id
