@@ -27,9 +27,9 @@ that runs its link as usual and then ``fingerprint launch`` records the
 produced file and what it read, each with its role: ``link``, the linker's own
 dependency file (``-Wl,--dependency-file=``, detected at configure time) or
 else the libraries on the link line; ``compile``, the sources and headers its
-compiles read, kept by a compile launcher (``<LANG>_COMPILER_LAUNCHER``,
-``fingerprint compile``, with any launcher the target has, such as ccache,
-inside it; object libraries get it too); ``interface``, for a static library,
+compiles read, from the compilers' dependency files as the build tool keeps
+them (Ninja's deps log ``.ninja_deps``, the Makefile generators' ``.d`` files),
+read at link time: no compile runs anything more; ``interface``, for a static library,
 the files of its ``INTERFACE_LINK_LIBRARIES`` closure; ``declared``, what
 :command:`fingerprint_target` names. Custom commands run through
 ``fingerprint generate`` (``RULE_LAUNCH_CUSTOM``), which records the file each
@@ -74,6 +74,13 @@ Cache variables:
   generator, the build type, each language's compiler id, version and path,
   the flags every target starts from (and their digest), and the CI run's
   URL. ``OFF``: none of it.
+
+``FINGERPRINT_COMPILE_LAUNCHER``
+  ``OFF`` (default): what the compiles read is taken at link time from the
+  build tool's own records. ``ON``: every compile also runs through
+  ``fingerprint compile`` (``<LANG>_COMPILER_LAUNCHER``, with a launcher the
+  target has, such as ccache, inside it), which keeps its dependency file
+  next to the object. Other generators always get it.
 
 ``FINGERPRINT_ALGORITHM``
   ``sha256`` (default), ``sha512``, ``sha1``, ``md5`` or ``blake2b512``.
@@ -143,6 +150,7 @@ option(FINGERPRINT_REQUIRED "Fail the build when a target cannot be fingerprinte
 option(FINGERPRINT_PROVENANCE "Record each build's source revision, toolchain and CI run" ON)
 option(FINGERPRINT_TESTS "Add a fingerprint.<target> CTest test per fingerprinted target, as fingerprint_add_tests() does"
   OFF)
+option(FINGERPRINT_COMPILE_LAUNCHER "Run every compile through the fingerprint compile launcher, also where the link hook reads the build tool's dependency records" OFF)
 set(FINGERPRINT_ALGORITHM "sha256" CACHE STRING "Digest algorithm of the fingerprints")
 set_property(CACHE FINGERPRINT_ALGORITHM PROPERTY STRINGS sha256 sha512 sha1 md5 blake2b512)
 

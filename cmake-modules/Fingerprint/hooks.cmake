@@ -156,9 +156,18 @@ function(_fingerprint_link_interface target out)
 endfunction()
 
 # Runs `target`'s compiles through `fingerprint compile`, which keeps what
-# each one read (its dependency file, which Ninja deletes once read); a
-# launcher the target has already (ccache) runs inside it.
+# each one read (its dependency file); a launcher the target has already
+# (ccache) runs inside it. Only where the link hook cannot read that itself:
+# Ninja keeps every compile's dependencies in its deps log (.ninja_deps,
+# written as the compile finishes, before any link that needs the object
+# starts) and the Makefile generators keep the compiler's .d files, so with
+# them no compile starts one more process (docs/ARCHITECTURE.md, "Where a
+# hook's time goes on trivial targets"). FINGERPRINT_COMPILE_LAUNCHER=ON
+# asks for it all the same.
 function(_fingerprint_compile_hook target runner)
+  if(CMAKE_GENERATOR MATCHES "Ninja|Unix Makefiles" AND NOT FINGERPRINT_COMPILE_LAUNCHER)
+    return()
+  endif()
   get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
   foreach(lang IN ITEMS C CXX OBJC OBJCXX)
     if(lang IN_LIST languages)

@@ -176,7 +176,7 @@ print("%.2f" % next(b["real_time"] for b in d["benchmarks"] if b["name"] == sys.
   row "  CPU the hooks add per link, (hooked - plain) / links, ms ($(field "$line" links) links)" \
     "$(field "$line" cpu_added_per_link_ms)" "<=" 1.0
   row "  the hooks' own CPU per link, as the runners report it, ms" "$(field "$line" self_all_per_link_ms)" "<=" 1.0
-  row "    of which the compile hook's, per compile, ms ($(field "$line" compiles) compiles)" \
+  row "    of which compile hooks', per compile, ms ($(field "$line" compiles) compiles; none run by default)" \
     "$(field "$line" self_per_compile_ms)" "-" ""
   row "    and the link hook's (rm, ar, ranlib, link), per link, ms" "$(field "$line" self_per_link_ms)" "-" ""
 
@@ -211,9 +211,9 @@ if want inputs; then
     "$(field "$line" wall_ratio)" "<=" 1.02
   row "  its CPU, hooked / plain ($(field "$line" cpu_hooked_ms) / $(field "$line" cpu_plain_ms) ms)" \
     "$(field "$line" cpu_ratio)" "-" ""
-  row "  CPU the compile hook adds per compile, ms ($(field "$line" compiles) compiles)" \
+  row "  CPU FINGERPRINT_COMPILE_LAUNCHER=ON adds per compile, ms ($(field "$line" compiles) compiles)" \
     "$(field "$line" cpu_per_compile_ms)" "-" ""
-  row "  CPU the link hook adds per link, ms ($(field "$line" links) links)" \
+  row "  CPU the hooks add per link, (hooked - plain) / links, ms ($(field "$line" links) links)" \
     "$(field "$line" cpu_per_link_ms)" "-" ""
   # Store growth: a full build into an empty store, then an unchanged rebuild.
   read -r pair_bytes pairs full_bytes full_lines relink_bytes relink_lines manifests < <(python3 - "$sizes" <<'EOF'

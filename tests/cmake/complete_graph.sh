@@ -110,22 +110,37 @@ query "$T/hdr-again.json" consumers --json "$hdr_hpp"
 expect_json "$T/hdr-again.json" 'len(d) == 2 and len({e["build"] for e in d}) == 2' \
   "the second build is listed as a consumer too"
 
-# A compile launcher the project has (ccache) keeps working, inside ours; a
-# rebuild served from its cache still records what the compiles read.
+# Under Ninja the compiles run as they are: what they read comes from
+# Ninja's deps log at link time (the trees above: every "compile" edge).
+run ninja -C "$T/mid" -t commands tool
+expect_not_in out "fingerprint compile" "Ninja: no compile runs through a launcher of ours"
+
+# A compile launcher the project has (ccache) keeps working: alone by
+# default, inside ours with FINGERPRINT_COMPILE_LAUNCHER=ON. A rebuild served
+# from its cache still records what the compiles read, either way.
 export CCACHE_DIR=$T/ccache
-configure "$P/mid" "$T/mid-ccache" "${inject[@]}" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-run ninja -C "$T/mid-ccache" -t commands tool
-expect_in out "fingerprint compile -- ccache /usr/bin/c++" "ccache runs inside the compile hook"
-build "$T/mid-ccache"
-build "$T/mid-ccache" --target clean
-build "$T/mid-ccache"
-run ccache --print-stats
-hits=$(awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {s += $2} END {print s + 0}' "$T/out")
-if ((hits >= 2)); then ok "the clean rebuild was served by ccache ($hits hits)"; else fail "ccache hits: $hits"; fi
-query "$T/hdr-ccache.json" consumers --json "$hdr_hpp"
-expect_json "$T/hdr-ccache.json" \
-  'len([e for e in d if e["build_dir"] == "'"$T/mid-ccache"'" and e["role"] == "compile"]) == 2' \
-  "both builds of the ccache tree, the cached one too, recorded the header"
+for launcher in OFF ON; do
+  configure "$P/mid" "$T/mid-ccache-$launcher" "${inject[@]}" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DFINGERPRINT_COMPILE_LAUNCHER=$launcher
+  run ninja -C "$T/mid-ccache-$launcher" -t commands tool
+  if [[ $launcher == ON ]]; then
+    expect_in out "fingerprint compile -- ccache /usr/bin/c++" "ccache runs inside the compile hook"
+  else
+    expect_in out "ccache /usr/bin/c++" "ccache runs the compiles"
+    expect_not_in out "fingerprint compile" "with no compile hook around it"
+  fi
+  build "$T/mid-ccache-$launcher"
+  build "$T/mid-ccache-$launcher" --target clean
+  run ccache --zero-stats
+  build "$T/mid-ccache-$launcher"
+  run ccache --print-stats
+  hits=$(awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {s += $2} END {print s + 0}' "$T/out")
+  if ((hits >= 2)); then ok "the clean rebuild was served by ccache ($hits hits)"; else fail "ccache hits: $hits"; fi
+  query "$T/hdr-ccache.json" consumers --json "$hdr_hpp"
+  expect_json "$T/hdr-ccache.json" \
+    'len([e for e in d if e["build_dir"] == "'"$T/mid-ccache-$launcher"'" and e["role"] == "compile"]) == 2' \
+    "compile launcher $launcher: both builds of the ccache tree, the cached one too, recorded the header"
+done
 unset CCACHE_DIR
 
 GENERATOR="Unix Makefiles" configure "$P/mid" "$T/mid-make" "${inject[@]}"

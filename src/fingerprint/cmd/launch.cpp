@@ -64,8 +64,8 @@ record_step(const Args& args,
     print_warning(context,
                   target + ": what the compiles of " + std::to_string(unknown) + " of its "
                     + std::to_string(found.objects.size())
-                    + " objects read is not known (compiled without the fingerprint compile launcher, before "
-                      "fingerprinting was set up?); a clean build records it");
+                    + " objects read is not known (no dependency file of its compile, no record in Ninja's deps "
+                      "log for the object as it is, and no compile hook record); a clean build records it");
   }
 
   hook::RecordRequest request;

@@ -391,6 +391,7 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing, const s
   // Read only when an object has neither of the other records.
   std::optional<NinjaDepsLog> ninja_deps;
   bool ninja_deps_read = false;
+  std::string physical_prefix; // the build tree as the kernel names it
   auto from_ninja_deps = [&](const std::string& object) {
     if (build_dir.empty()) {
       return false;
@@ -400,14 +401,25 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing, const s
       if (auto log = NinjaDepsLog::read(build_dir + "/.ninja_deps")) {
         ninja_deps.emplace(std::move(*log));
       }
+      if (char* real = ::realpath(build_dir.c_str(), nullptr); real != nullptr) {
+        physical_prefix = std::string(real) + "/";
+        std::free(real);
+      }
     }
     struct stat st
     {};
     if (!ninja_deps || ::stat(object.c_str(), &st) != 0) {
       return false;
     }
-    // Ninja names the objects it builds relative to its build tree.
-    const std::string name = object.starts_with(build_dir + "/") ? object.substr(build_dir.size() + 1) : object;
+    // Ninja names the objects it builds relative to its build tree, which
+    // an object's path made absolute from the working directory may name
+    // by its physical path (a build tree behind a symbolic link).
+    std::string name = object;
+    if (object.starts_with(build_dir + "/")) {
+      name = object.substr(build_dir.size() + 1);
+    } else if (!physical_prefix.empty() && object.starts_with(physical_prefix)) {
+      name = object.substr(physical_prefix.size());
+    }
     const auto mtime = ninja_deps->mtime_of(name);
     if (!mtime || *mtime != digest::FileIdentity::from_stat(st).mtime_ns) {
       return false;
