@@ -119,7 +119,8 @@ DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
   // inherited $FINGERPRINT_CACHE_DIR) could name any digest for our files.
   struct stat st
   {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+  static const uid_t k_euid = ::geteuid();
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != k_euid) {
     return std::nullopt;
   }
   char buffer[512];

@@ -4,6 +4,7 @@
 #include <fingerprint/util/text.hpp>
 
 #include <optional>
+#include <sys/stat.h>
 
 namespace fingerprint::digest {
 
@@ -14,6 +15,21 @@ digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
   // Taken before the file is examined: an entry is only as fresh as the
   // moment its bytes started to be read.
   const int64_t read_at = util::now_ns();
+  if (cached) {
+    // A hit needs only the file's identity: stat, not open, fstat and
+    // close (a link hook looks up a hundred headers or more this way).
+    struct stat st
+    {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      FileDigest result;
+      result.identity = FileIdentity::from_stat(st);
+      result.size = result.identity.size;
+      if (auto hit = cache->lookup(hasher.algorithm(), result.identity)) {
+        result.hex = std::move(*hit);
+        return result;
+      }
+    }
+  }
   auto file = open_regular_file(path);
   if (!file) {
     return file.error();
@@ -21,7 +37,7 @@ digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
   FileDigest result;
   result.identity = FileIdentity::from_stat(file->st);
   result.size = result.identity.size;
-  if (cached) {
+  if (cached) { // the file may have changed since the stat above
     if (auto hit = cache->lookup(hasher.algorithm(), result.identity)) {
       result.hex = std::move(*hit);
       return result;
