@@ -49,6 +49,15 @@ row() {
   rows+=("$(printf '| %-76s | %8s | %2s %-5s | %-3s |' "$1" "$2" "$3" "$4" "$met")")
 }
 say() { echo "==> $*" >&2; }
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)
+# With autogroup scheduling on, every session gets its share of the CPU
+# whatever its nice value: other work niced beside this run still takes
+# a whole core from it.
+autogroup=$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0)
+if [[ $autogroup == 1 ]] && awk -v l="$load_at_start" 'BEGIN { exit !(l > 0.5) }'; then
+  say "warning: load average $load_at_start and autogroup scheduling on: niced work of other sessions still takes" \
+    "its full share (echo 0 > /proc/sys/kernel/sched_autogroup_enabled as root lets nice count)"
+fi
 
 if want digest; then
 
@@ -257,7 +266,7 @@ fi
 
 echo
 echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r)"
-echo "Run: $(date -u +%Y-%m-%dT%H:%MZ), fingerprint $("$fp" --version | cut -d' ' -f2)"
+echo "Run: $(date -u +%Y-%m-%dT%H:%MZ), fingerprint $("$fp" --version | cut -d' ' -f2), load average $load_at_start at the start, $(cut -d' ' -f1 /proc/loadavg) at the end, autogroup scheduling $([[ $autogroup == 1 ]] && echo on || echo off)"
 echo
 printf '| %-66s | %8s | %-8s | %-3s |\n' "figure" "measured" "target" "met"
 printf '| %-66s | %8s | %-8s | %-3s |\n' "---" "---" "---" "---"
