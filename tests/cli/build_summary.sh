@@ -148,8 +148,9 @@ for i in $(seq 1 20); do
   sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  # A temporary file left by the kill is debris (fsck's leftover, above).
-  rm -f G/builds.summary.tmp.*
+  # A temporary file left by the kill is debris (fsck's leftover, above),
+  # the summary's or the index pack's, which gc writes after it.
+  rm -f G/builds.summary.tmp.* G/index.pack.tmp.*
   if [[ -e G/builds.summary ]] && ! "$FP" --store G fsck >/dev/null 2>&1; then
     torn=$((torn + 1))
   fi

@@ -146,6 +146,11 @@ run(const Args& args, Context& context, Prepared& prepared)
     if (auto refreshed = store::refresh_build_summaries(*prepared.store); !refreshed) {
       print_warning(context, "gc: the builds summary is not brought up to date: " + refreshed.error().message);
     }
+    // And the index pack (store/index_pack.hpp), which graph, stale and
+    // history read instead of every index and manifest.
+    if (auto packed = prepared.store->refresh_index_pack(); !packed) {
+      print_warning(context, "gc: the index pack is not written anew: " + packed.error().message);
+    }
   }
 
   const size_t builds_dropped = plan->builds_dropped();

@@ -436,10 +436,15 @@ DirectoryStore::read_build_summaries() const
 Expected<bool>
 DirectoryStore::write_build_summaries(const std::string& text) const
 {
+  return write_root_file(std::string(k_build_summary_file), text);
+}
+
+Expected<bool>
+DirectoryStore::write_root_file(const std::string& name, std::string_view text) const
+{
   if (!m_root_fd) {
     return false;
   }
-  const std::string name(k_build_summary_file);
   const std::string full = m_root + "/" + name;
   const std::string temp = layout::temp_name(name, layout::TempTag::create);
   const int root_fd = m_root_fd.get();

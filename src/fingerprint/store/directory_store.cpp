@@ -522,6 +522,15 @@ DirectoryStore::read_manifest(const DigestKey& key) const
   }
   const std::string relative = layout::manifest_file(key);
   const std::string full = m_root + "/" + relative;
+  // Once a whole-store read loaded the index pack: the copy of a manifest
+  // is its very bytes (named by their digest), so it is never out of date.
+  if (m_pack) {
+    if (auto packed = m_pack->manifest(key)) {
+      if (auto manifest = decode_manifest(*packed, full); manifest && manifest->algorithm == key.algorithm) {
+        return std::optional<Manifest>(std::move(*manifest));
+      }
+    }
+  }
   auto bytes = read_whole(relative);
   if (!bytes) {
     return bytes.error();

@@ -2,12 +2,15 @@
 
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
+#include <fingerprint/store/index_pack.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
 
+#include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,6 +110,15 @@ public:
   }
   Expected<bool> write_build_summaries(const std::string& text) const override;
   std::optional<BuildStamp> build_stamp(const BuildRef& build) const override;
+  // <store>/index.pack (index_pack.hpp): every build's index read from its
+  // copy there while the index still has the copy's stamp.
+  Expected<void> for_each_build(const std::string& project, const BuildVisitor& each) const override;
+  Expected<std::optional<std::string>> read_index_pack() const;
+  // Writes it anew from every build index and manifest (gc, fsck --repair).
+  Expected<bool> refresh_index_pack() const override;
+  // fsck's part: a damaged pack, or a copy whose file (with the copy's
+  // stamp) holds other bytes, is a finding; with `repair` it is written anew.
+  void check_index_pack(FsckReport& report, bool repair) const;
   // The builds in the build index, sorted by project and build id.
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;
@@ -150,6 +162,17 @@ private:
   // The whole regular file `relative` below the root; nullopt when it is
   // not there (write-once files: a manifest, a build's provenance).
   Expected<std::optional<std::string>> read_whole(const std::string& relative) const;
+  // A file at the root replaced whole: temporary file, fsync, rename,
+  // directory fsync (builds.summary, index.pack).
+  Expected<bool> write_root_file(const std::string& name, std::string_view text) const;
+  // The index pack, read once, by the first whole-store read (for_each_build);
+  // nullptr when there is none or it is unusable. read_manifest() takes a
+  // manifest from it only once it is loaded: a per-artifact query never reads it.
+  const IndexPack* index_pack() const;
+  // What the pack would hold now: indexes read whole between two equal
+  // stamps, and the manifests they name whose bytes match their name.
+  Expected<std::vector<PackedBuild>> packable_builds(std::deque<std::string>& texts,
+                                                     std::vector<PackedManifest>& manifests) const;
   DirectoryStore(std::string root, util::Fd root_fd);
 
   // Appends complete lines (newline-separated, without the last newline);
@@ -184,6 +207,8 @@ private:
 
   std::string m_root;
   util::Fd m_root_fd;
+  mutable std::shared_ptr<const IndexPack> m_pack;
+  mutable bool m_pack_tried = false;
 };
 
 } // namespace fingerprint::store

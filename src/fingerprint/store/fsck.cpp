@@ -1033,6 +1033,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
   }
   if (!options.repair) {
     check_build_summaries(*this, report, false);
+    check_index_pack(report, false);
     return report;
   }
 
@@ -1234,6 +1235,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
   }
   // Last, once the logs and indexes are mended: the summary made from them.
   check_build_summaries(*this, report, true);
+  check_index_pack(report, true);
   return report;
 }
 

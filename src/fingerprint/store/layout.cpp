@@ -229,8 +229,11 @@ public:
     const std::string format_temp = std::string(k_format_file) + "." + std::string(tag_name(TempTag::create)) + ".";
     // The builds summary's (build_summary.hpp), which is written the same way.
     const std::string summary_temp = "builds.summary." + std::string(tag_name(TempTag::create)) + ".";
+    // And the index pack's (index_pack.hpp).
+    const std::string pack_temp = "index.pack." + std::string(tag_name(TempTag::create)) + ".";
     for (const Listed& entry : list(root_fd, ".", ".", again)) {
-      if (entry.name.starts_with(format_temp) || entry.name.starts_with(summary_temp)) {
+      if (entry.name.starts_with(format_temp) || entry.name.starts_with(summary_temp)
+          || entry.name.starts_with(pack_temp)) {
         stray(entry.name, entry.name, entry.type);
       }
     }

@@ -251,6 +251,13 @@ public:
   // What stat() says of a build's index now; nullopt when the store has no
   // such files (or the build none).
   virtual std::optional<BuildStamp> build_stamp(const BuildRef& build) const;
+  // Writes the store's index pack anew (index_pack.hpp: gc and fsck
+  // --repair); false when the store keeps none.
+  virtual Expected<bool>
+  refresh_index_pack() const
+  {
+    return false;
+  }
 
   // The builds in the build index, sorted by project and build id.
   virtual Expected<std::vector<BuildRef>> list_builds() const = 0;
