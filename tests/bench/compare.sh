@@ -9,7 +9,7 @@
 #
 # FINGERPRINT_BENCH_TARGETS (200), FINGERPRINT_BENCH_BUILD_RUNS (5) and
 # FINGERPRINT_BENCH_PRODUCTS (10000) set the sizes; FINGERPRINT_BENCH_SECTIONS
-# picks sections (default "digest base inputs"): "digest" is one large file
+# picks sections (default "digest base inputs million"): "digest" is one large file
 # and many files beside openssl (issue 18); "base" the runner's own figures
 # and the 200-target build of trivial targets, hooked by injection and plain
 # (hooks_overhead.sh: wall ratio, CPU the hooks add per link, and the hooks'
@@ -19,7 +19,12 @@
 # GoogleTest's sources (hooks_overhead.sh), the compile hook beside
 # /bin/true, store bytes per full build and per unchanged rebuild, and
 # `consumers` of a header on a million input relations (consumers_bench.sh,
-# on PostgreSQL too when psql is installed).
+# on PostgreSQL too when psql is installed); "million" the queries on
+# generated stores of 10,000, 100,000 and 1,000,000 artifacts
+# (million_bench.sh, about 45 minutes with PostgreSQL; its
+# FINGERPRINT_MILLION_* settings apply): its table is printed after this
+# one, and its targets are rows of this one (per-artifact queries within 2x
+# of 10k, builds, graph and stale within 2 s, PostgreSQL within 2x).
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(realpath -m "${1:-$top/build/bench}")
@@ -38,7 +43,7 @@ fp=$build/runner/fingerprint
 ab=$build/tests/bench/fingerprint_abtime
 bench=$build/tests/bench/fingerprint_bench
 export FINGERPRINT_DIR=$work/store FINGERPRINT_CACHE_DIR=$work/cache
-sections=${FINGERPRINT_BENCH_SECTIONS:-digest base inputs}
+sections=${FINGERPRINT_BENCH_SECTIONS:-digest base inputs million}
 want() { [[ " $sections " == *" $1 "* ]]; }
 rows=()
 # row FIGURE MEASURED TARGET-OP TARGET: one line of the table; TARGET-OP "-"
@@ -264,6 +269,27 @@ EOF
   fi
 fi
 
+million_table=()
+if want million; then
+  say "the queries at 10k / 100k / 1M artifacts (million_bench.sh)"
+  "$top/tests/bench/million_bench.sh" "$build" >"$work/million.out"
+  mapfile -t million_table < <(grep '^| ' "$work/million.out")
+  # million_row QUERY COLUMN: that cell of its table (columns from 1, the
+  # query's name being 1).
+  million_cell() { printf '%s\n' "${million_table[@]}" | awk -F' *[|] *' -v q="\`$1\`" -v c="$2" '$2 == q { print $(c + 1) }'; }
+  ncol=$(printf '%s\n' "${million_table[0]}" | awk -F'|' '{ print NF - 2 }')
+  for q in show consumers "consumers --transitive" why history; do
+    row "million: \`$q\` largest / smallest store" "$(million_cell "$q" $((ncol - 3)))" "<=" 2
+  done
+  for q in builds graph stale; do
+    row "million: \`$q\` on the largest store (ms)" "$(million_cell "$q" $((ncol - 4)))" "<=" 2000
+  done
+  for q in show consumers "consumers --transitive" why history builds graph stale; do
+    pgr=$(million_cell "$q" $((ncol - 1)))
+    [[ $pgr == n/a || -z $pgr ]] || row "million: \`$q\` PostgreSQL / directory" "$pgr" "<=" 2
+  done
+fi
+
 echo
 echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(uname -r)"
 echo "Run: $(date -u +%Y-%m-%dT%H:%MZ), fingerprint $("$fp" --version | cut -d' ' -f2), load average $load_at_start at the start, $(cut -d' ' -f1 /proc/loadavg) at the end, autogroup scheduling $([[ $autogroup == 1 ]] && echo on || echo off)"
@@ -271,3 +297,9 @@ echo
 printf '| %-66s | %8s | %-8s | %-3s |\n' "figure" "measured" "target" "met"
 printf '| %-66s | %8s | %-8s | %-3s |\n' "---" "---" "---" "---"
 printf '%s\n' "${rows[@]}"
+if ((${#million_table[@]})); then
+  echo
+  echo "The queries as the store grows (million_bench.sh; ms, medians):"
+  echo
+  printf '%s\n' "${million_table[@]}"
+fi

@@ -38,10 +38,11 @@ with_pg=1
 if [[ ${FINGERPRINT_BENCH_NO_PG:-} == 1 ]] || ! command -v psql >/dev/null; then
   with_pg=0
 fi
+source "$(dirname "${BASH_SOURCE[0]}")/pg_scratch.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-consumers.XXXXXX")
 cleanup() {
   if ((with_pg)); then
-    bash "$here/../pg/server.sh" stop "$work/server" >/dev/null 2>&1 || true
+    pg_scratch_stop "$work"
   fi
   rm -rf "$work"
 }
@@ -80,10 +81,7 @@ print("directory_store " + " ".join(out))
 EOF
 
 if ((with_pg)); then
-  bash "$here/../pg/server.sh" start "$work/server" >&2
-  server=$(cat "$work/server/url")
-  psql "$server" -X -v ON_ERROR_STOP=1 -qAtc "CREATE DATABASE fp_consumers" >/dev/null
-  DB=${server%/*}/fp_consumers
+  pg_scratch_start "$work" fp_consumers
   say "migrating it into $DB"
   t0=$EPOCHREALTIME
   "$FP" migrate --from "$dir" --to "$DB" >"$work/migrate.out" 2>&1 || {

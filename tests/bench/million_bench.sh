@@ -8,7 +8,8 @@
 # directory's, and both must print the same bytes). A benchmark, not a test:
 # it prints the figures and fails only when a query fails or the stores
 # disagree. After generating a store it runs a gc that drops nothing,
-# which writes the builds summary `builds` reads (as a nightly gc would).
+# which writes the builds summary `builds` reads and the index pack graph,
+# stale and history read (as a nightly gc would).
 #
 #   tests/bench/million_bench.sh [BUILD-DIR]     (default build/million, Release)
 #
@@ -40,10 +41,11 @@ with_pg=1
 if [[ ${FINGERPRINT_BENCH_NO_PG:-} == 1 ]] || ! command -v psql >/dev/null || [[ ! -x $build/runner/fingerprint-postgresql ]]; then
   with_pg=0
 fi
+source "$(dirname "${BASH_SOURCE[0]}")/pg_scratch.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-million.XXXXXX")
 cleanup() {
   if ((with_pg)); then
-    bash "$top/tests/pg/server.sh" stop "$work/server" >/dev/null 2>&1 || true
+    pg_scratch_stop "$work"
   fi
   rm -rf "$work"
 }
@@ -106,10 +108,7 @@ rss_kib() {
 }
 
 if ((with_pg)); then
-  bash "$top/tests/pg/server.sh" start "$work/server" >&2
-  server=$(cat "$work/server/url")
-  psql "$server" -X -v ON_ERROR_STOP=1 -qAtc "CREATE DATABASE fp_million" >/dev/null
-  DB=${server%/*}/fp_million
+  pg_scratch_start "$work" fp_million
 fi
 
 declare -A ms pg_ms rss pg_rss
@@ -129,11 +128,13 @@ for size in "${sizes[@]}"; do
   }
   echo "    $(tail -1 "$work/fsck.out")" >&2
   # What a store's nightly gc does besides dropping builds: it brings the
-  # builds summary (builds.summary) up to date, which `builds` reads.
+  # builds summary (builds.summary) up to date, which `builds` reads, and
+  # writes the index pack (index.pack) the whole-store queries read.
   t0=$EPOCHREALTIME
   "$FP" --store "$store" gc --older-than 36500d >/dev/null
   t1=$EPOCHREALTIME
-  echo "    gc with nothing to drop, writing the builds summary: $(elapsed_ms "$t0" "$t1") ms" >&2
+  echo "    gc with nothing to drop, writing the builds summary and the index pack: $(elapsed_ms "$t0" "$t1") ms," \
+    "index.pack $(du -h "$store/index.pack" | cut -f1)" >&2
   pg=0
   if ((with_pg)) && [[ $size == "$last" ]]; then
     pg=1
