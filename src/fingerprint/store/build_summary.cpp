@@ -32,43 +32,6 @@ fnv1a(std::string_view text)
   return hash;
 }
 
-std::string
-hex64(uint64_t value)
-{
-  static constexpr char k_digits[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i) {
-    out[static_cast<size_t>(i)] = k_digits[value & 0xf];
-    value >>= 4;
-  }
-  return out;
-}
-
-template <typename Number>
-bool
-number(std::string_view text, Number& value)
-{
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size() && !text.empty();
-}
-
-std::vector<std::string_view>
-split_spaces(std::string_view line)
-{
-  std::vector<std::string_view> words;
-  size_t start = 0;
-  while (start <= line.size()) {
-    const size_t space = line.find(' ', start);
-    const size_t end = space == std::string_view::npos ? line.size() : space;
-    words.push_back(line.substr(start, end - start));
-    if (space == std::string_view::npos) {
-      break;
-    }
-    start = space + 1;
-  }
-  return words;
-}
-
 // A field as one space-free word, and back (layout::encode_component, which
 // writes "" as "%").
 std::string
@@ -174,7 +137,7 @@ encode_summaries(const std::vector<SummaryLine>& lines)
             + ' ' + std::to_string(s.installed) + ' ' + word(s.first_time) + ' ' + word(s.last_time) + ' '
             + word(s.host) + ' ' + word(s.build_dir) + '\n';
   }
-  text += "end " + std::to_string(lines.size()) + ' ' + hex64(fnv1a(text)) + '\n';
+  text += "end " + std::to_string(lines.size()) + ' ' + util::hex64(fnv1a(text)) + '\n';
   return text;
 }
 
@@ -193,12 +156,12 @@ parse_summaries(std::string_view text)
     return Error{"cut short (no end line)"};
   }
   const std::string_view body = text.substr(0, end_at + 1);
-  const auto end = split_spaces(text.substr(end_at + 1, text.size() - end_at - 2));
+  const auto end = util::split_spaces(text.substr(end_at + 1, text.size() - end_at - 2));
   size_t count = 0;
-  if (end.size() != 3 || end[0] != "end" || !number(end[1], count)) {
+  if (end.size() != 3 || end[0] != "end" || !util::parse_number(end[1], count)) {
     return Error{"cut short (no end line)"};
   }
-  if (end[2] != hex64(fnv1a(body))) {
+  if (end[2] != util::hex64(fnv1a(body))) {
     return Error{"damaged (its checksum does not match its lines)"};
   }
   std::vector<SummaryLine> lines;
@@ -209,12 +172,13 @@ parse_summaries(std::string_view text)
     const std::string_view line = body.substr(at, newline - at);
     at = newline + 1;
     ++number_of_line;
-    const auto words = split_spaces(line);
+    const auto words = util::split_spaces(line);
     SummaryLine parsed;
     BuildSummary& s = parsed.summary;
-    if (words.size() != k_fields + 1 || !number(words[2], parsed.stamp.size) || !number(words[3], parsed.stamp.inode)
-        || !number(words[4], parsed.stamp.mtime_ns) || !number(words[5], parsed.stamp.ctime_ns)
-        || !number(words[6], s.produced) || !number(words[7], s.consumed) || !number(words[8], s.installed)) {
+    if (words.size() != k_fields + 1 || !util::parse_number(words[2], parsed.stamp.size)
+        || !util::parse_number(words[3], parsed.stamp.inode) || !util::parse_number(words[4], parsed.stamp.mtime_ns)
+        || !util::parse_number(words[5], parsed.stamp.ctime_ns) || !util::parse_number(words[6], s.produced)
+        || !util::parse_number(words[7], s.consumed) || !util::parse_number(words[8], s.installed)) {
       return Error{"line " + std::to_string(number_of_line) + " does not read"};
     }
     s.ref.project = layout::decode_component(words[0]);

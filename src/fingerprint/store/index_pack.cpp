@@ -3,6 +3,7 @@
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/manifest.hpp>
+#include <fingerprint/util/text.hpp>
 
 #include <charconv>
 #include <cstring>
@@ -39,41 +40,6 @@ checksum(std::string_view text)
 }
 
 std::string
-hex64(uint64_t value)
-{
-  static constexpr char k_digits[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i) {
-    out[static_cast<size_t>(i)] = k_digits[value & 0xf];
-    value >>= 4;
-  }
-  return out;
-}
-
-template <typename Number>
-bool
-number(std::string_view text, Number& value)
-{
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size() && !text.empty();
-}
-
-std::vector<std::string_view>
-split_spaces(std::string_view line)
-{
-  std::vector<std::string_view> words;
-  size_t start = 0;
-  while (true) {
-    const size_t space = line.find(' ', start);
-    words.push_back(line.substr(start, space == std::string_view::npos ? std::string_view::npos : space - start));
-    if (space == std::string_view::npos) {
-      return words;
-    }
-    start = space + 1;
-  }
-}
-
-std::string
 build_key(const BuildRef& ref)
 {
   return ref.project + '\0' + ref.build;
@@ -100,7 +66,7 @@ encode_index_pack(const std::vector<PackedBuild>& builds, const std::vector<Pack
     // the end line be found as the text after the last one.
     text += '\n';
   }
-  text += "end " + std::to_string(builds.size() + manifests.size()) + ' ' + hex64(checksum(text)) + '\n';
+  text += "end " + std::to_string(builds.size() + manifests.size()) + ' ' + util::hex64(checksum(text)) + '\n';
   return text;
 }
 
@@ -122,26 +88,27 @@ IndexPack::parse(std::string text)
     return Error{"cut short (no end line)"};
   }
   const std::string_view body = all.substr(0, end_at + 1);
-  const auto end = split_spaces(all.substr(end_at + 1, all.size() - end_at - 2));
+  const auto end = util::split_spaces(all.substr(end_at + 1, all.size() - end_at - 2));
   size_t count = 0;
-  if (end.size() != 3 || end[0] != "end" || !number(end[1], count)) {
+  if (end.size() != 3 || end[0] != "end" || !util::parse_number(end[1], count)) {
     return Error{"cut short (no end line)"};
   }
-  if (end[2] != hex64(checksum(body))) {
+  if (end[2] != util::hex64(checksum(body))) {
     return Error{"damaged (its checksum does not match its records)"};
   }
   size_t at = k_magic.size();
   size_t records = 0;
   while (at < body.size()) {
     const size_t newline = body.find('\n', at);
-    const auto words = split_spaces(body.substr(at, newline - at));
+    const auto words = util::split_spaces(body.substr(at, newline - at));
     const std::string where = "record " + std::to_string(records + 1);
     at = newline + 1;
     size_t length = 0;
     if (words.size() == 8 && words[0] == "b") {
       PackedBuild b;
-      if (!number(words[3], b.stamp.size) || !number(words[4], b.stamp.inode) || !number(words[5], b.stamp.mtime_ns)
-          || !number(words[6], b.stamp.ctime_ns) || !number(words[7], length) || length >= body.size() - at) {
+      if (!util::parse_number(words[3], b.stamp.size) || !util::parse_number(words[4], b.stamp.inode)
+          || !util::parse_number(words[5], b.stamp.mtime_ns) || !util::parse_number(words[6], b.stamp.ctime_ns)
+          || !util::parse_number(words[7], length) || length >= body.size() - at) {
         return Error{where + " does not read"};
       }
       b.ref.project = layout::decode_component(words[1]);
@@ -151,7 +118,7 @@ IndexPack::parse(std::string text)
       pack->m_builds.push_back(std::move(b));
     } else if (words.size() == 3 && words[0] == "m") {
       auto key = parse_digest_key(words[1]);
-      if (!key || !number(words[2], length) || length >= body.size() - at) {
+      if (!key || !util::parse_number(words[2], length) || length >= body.size() - at) {
         return Error{where + " does not read"};
       }
       pack->m_manifest_at.emplace(key->str(), pack->m_manifests.size());

@@ -152,4 +152,33 @@ relative_time(int64_t then_ns, int64_t now_ns)
   return std::to_string(seconds / 86400) + " days ago";
 }
 
+std::string
+hex64(uint64_t value)
+{
+  static constexpr char k_digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i) {
+    out[static_cast<size_t>(i)] = k_digits[value & 0xf];
+    value >>= 4;
+  }
+  return out;
+}
+
+std::vector<std::string_view>
+split_spaces(std::string_view line)
+{
+  std::vector<std::string_view> words;
+  size_t start = 0;
+  while (start <= line.size()) {
+    const size_t space = line.find(' ', start);
+    const size_t end = space == std::string_view::npos ? line.size() : space;
+    words.push_back(line.substr(start, end - start));
+    if (space == std::string_view::npos) {
+      break;
+    }
+    start = space + 1;
+  }
+  return words;
+}
+
 } // namespace fingerprint::util

@@ -1,14 +1,34 @@
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <vector>
 
 namespace fingerprint::util {
 
 // Lowercase hexadecimal of `size` bytes.
 std::string to_hex(const unsigned char* data, size_t size);
+
+// `value` as 16 lowercase hexadecimal digits (a checksum in a text file).
+std::string hex64(uint64_t value);
+
+// The words of `line` between single spaces, empty ones kept ("a  b" is
+// "a", "", "b"): the fields of the store's space-separated index lines.
+std::vector<std::string_view> split_spaces(std::string_view line);
+
+// Parses all of `text` as a decimal number; false for anything else
+// (empty, a sign where none fits, trailing bytes, out of range).
+template <typename Number>
+bool
+parse_number(std::string_view text, Number& value)
+{
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() && !text.empty();
+}
 
 // True when `text` is exactly `length` characters of [0-9a-f].
 bool is_lower_hex(std::string_view text, size_t length);
