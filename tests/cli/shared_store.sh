@@ -249,13 +249,29 @@ expect_eq "$(find "$C" ! -user "$UA" -printf '%u %P\n')" "" "shared cache: B wro
 # The forged entry gives app the digest of lib.a. Fails when lookup does not
 # check the entry's owner. The control (the same entry owned by B is used)
 # shows the entry is well-formed and where the cache looks.
-forge_entry() { # OWNER: an entry for work-B/app claiming lib.a's digest
-  local dev ino size mtime ctime dir
+forge_entry() { # OWNER: an entry for work-B/app claiming lib.a's digest, in A's table
+  local dev ino size mtime ctime
   read -r dev ino size mtime ctime < <(stat -c '%d %i %s %.9Y %.9Z' "$T/work-B/app")
-  dir=$C/digests/sha256/$(printf %02x $((ino & 0xff)))
-  mkdir -p "$dir"
-  printf '%s %s %s %s\n' "$size" "${mtime/./}" "${ctime/./}" "$lib" >"$dir/$(printf %x-%x "$dev" "$ino")"
-  chown "$1" "$dir/$(printf %x-%x "$dev" "$ino")"
+  # The slot as DigestCache writes it (src/fingerprint/digest/cache.cpp):
+  # sequence, device, inode, size, mtime, ctime, checksum, the raw digest.
+  python3 - "$C/digests/sha256.table" "$dev" "$ino" "$size" "${mtime/./}" "${ctime/./}" "$lib" <<'PY'
+import struct, sys
+path, dev, ino, size, mtime, ctime, hexdigest = sys.argv[1], *map(int, sys.argv[2:7]), sys.argv[7]
+M = (1 << 64) - 1
+def mix(x):
+    x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
+    x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+digest = struct.unpack("<4Q", bytes.fromhex(hexdigest))
+check = mix(dev ^ 0x66696E6765727072)
+for word in (ino, size, mtime, ctime) + digest:
+    check = mix(check ^ word)
+home = mix(((dev * 0x9E3779B97F4A7C15) & M) ^ ino) & 0xFFFF
+with open(path, "r+b") as table:
+    table.seek((8 + home * 11) * 8)
+    table.write(struct.pack("<11Q", 2, dev, ino, size, mtime, ctime, check | 1, *digest))
+PY
+  chown "$1" "$C/digests/sha256.table"
   chmod -R a+rX "$C"
 }
 forge_entry "$UA"

@@ -82,16 +82,9 @@ record_step(const Args& args,
   }
   // A header deleted since its compile, or a library of the interface not
   // built (yet) is said, not fatal: the rest is still worth recording.
-  std::vector<std::string> gone;
   auto add = [&](const std::vector<std::string>& paths, store::Role role, bool may_be_gone) {
     for (const auto& path : paths) {
-      struct stat st
-      {};
-      if (may_be_gone && ::stat(path.c_str(), &st) != 0) {
-        gone.push_back(path);
-        continue;
-      }
-      request.consumed.push_back({absolute_path(path), role});
+      request.consumed.push_back({absolute_path(path), role, may_be_gone});
     }
   };
   add(found.inputs, store::Role::link, false);
@@ -100,11 +93,6 @@ record_step(const Args& args,
     add(settings.interface, store::Role::interface, true);
   }
   add(settings.consumes, store::Role::declared, false);
-  if (!gone.empty()) {
-    print_warning(context,
-                  target + ": " + std::to_string(gone.size())
-                    + " of the files it read are gone, not recorded (the first: " + display_path(gone.front()) + ")");
-  }
   auto root = store_path(args);
   if (!root) {
     return root.error();

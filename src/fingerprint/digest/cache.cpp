@@ -1,16 +1,19 @@
 #include <fingerprint/digest/cache.hpp>
+#include <fingerprint/digest/sigbus.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
-#include <cinttypes>
-#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fcntl.h>
+#include <mutex>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -30,6 +33,7 @@ constexpr long k_cifs_magic = static_cast<long>(0xFF534D42);
 
 DigestCache::DigestCache(std::string directory)
   : m_directory(std::move(directory))
+  , m_tables(std::make_shared<Tables>())
 {
 }
 
@@ -79,29 +83,236 @@ DigestCache::granularity_ns(int fd, const FileIdentity& identity)
   return std::max<int64_t>(int64_t{res.tv_sec} * k_second_ns + res.tv_nsec, 1);
 }
 
-std::string
-DigestCache::entry_path(Algorithm algorithm, const FileIdentity& identity) const
+// The mapped table of one algorithm. Words of the header: magic, version,
+// words a slot, slot count, digest bytes, three reserved. A slot's words:
+// sequence (0 empty, odd while written, else even), device, inode, size,
+// mtime ns, ctime ns, checksum, then the raw digest in whole words.
+struct DigestCache::Table
 {
-  // "/<inode's low byte>/<device>-<inode>", in hex. By std::to_chars:
-  // snprintf took a tenth of a link hook's instructions here.
-  char name[80];
-  char* out = name;
-  const auto hex = [&out](uint64_t value, long min_digits) {
-    char digits[16]; // any uint64_t
-    char* end = std::to_chars(digits, digits + sizeof(digits), value, 16).ptr;
-    for (auto length = end - digits; length < min_digits; ++length) {
-      *out++ = '0';
+  uint64_t* words = nullptr;
+  size_t bytes = 0;
+  size_t slot_words = 0;
+  size_t digest_bytes = 0;
+  // Set when an access raised SIGBUS (the file was cut short under the
+  // mapping): the table is not touched again by this process.
+  std::atomic<bool> broken{false};
+
+  Table() = default;
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+  ~Table()
+  {
+    if (words != nullptr) {
+      ::munmap(words, bytes);
     }
-    out = std::copy(digits, end, out);
-  };
-  *out++ = '/';
-  hex(identity.inode & 0xff, 2);
-  *out++ = '/';
-  hex(identity.device, 1);
-  *out++ = '-';
-  hex(identity.inode, 1);
-  *out = '\0';
-  return m_directory + "/digests/" + std::string(algorithm_name(algorithm)) + name;
+  }
+
+  uint64_t*
+  slot(uint64_t index) const
+  {
+    return words + k_header_words + (index & (k_slot_count - 1)) * slot_words;
+  }
+};
+
+// Each algorithm's table, opened at most once for looking up and once more
+// for storing (a table made by this process's first store). Shared by the
+// copies of a DigestCache and by the threads digesting in parallel.
+struct DigestCache::Tables
+{
+  std::mutex mutex;
+  std::array<std::unique_ptr<Table>, k_all_algorithms.size()> tables;
+  std::array<bool, k_all_algorithms.size()> looked{};
+  std::array<bool, k_all_algorithms.size()> created{};
+};
+
+namespace {
+
+uint64_t
+load(const uint64_t& word, std::memory_order order = std::memory_order_relaxed)
+{
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(word)).load(order);
+}
+
+void
+store_word(uint64_t& word, uint64_t value, std::memory_order order = std::memory_order_relaxed)
+{
+  std::atomic_ref<uint64_t>(word).store(value, order);
+}
+
+// SplitMix64's finalizer: every input bit moves every output bit.
+uint64_t
+mix(uint64_t x)
+{
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+size_t
+digest_words(Algorithm algorithm)
+{
+  return (digest_size(algorithm) + 7) / 8;
+}
+
+size_t
+table_bytes(Algorithm algorithm)
+{
+  return (DigestCache::k_header_words
+          + DigestCache::k_slot_count * (DigestCache::k_key_words + digest_words(algorithm)))
+         * sizeof(uint64_t);
+}
+
+// A table's header as this version writes it.
+std::array<uint64_t, DigestCache::k_header_words>
+header_of(Algorithm algorithm)
+{
+  return {DigestCache::k_magic,
+          DigestCache::k_version,
+          DigestCache::k_key_words + digest_words(algorithm),
+          DigestCache::k_slot_count,
+          digest_size(algorithm),
+          0,
+          0,
+          0};
+}
+
+// Writes a new, empty table under a temporary name in `dir_fd` and puts it
+// in place: linked when `replace` is false (a table another process made
+// meanwhile wins), renamed over a damaged one otherwise. A table that
+// exists is therefore always whole, header and size.
+void
+make_table(int dir_fd, const std::string& name, Algorithm algorithm, bool replace)
+{
+  const std::string temp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(util::now_ns());
+  util::Fd fd(::openat(dir_fd, temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) {
+    return;
+  }
+  const auto header = header_of(algorithm);
+  // Allocated, not sparse: a write into a hole of a shared mapping on a
+  // full filesystem raises SIGBUS; the table is refused here instead.
+  const bool made = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(table_bytes(algorithm))) == 0
+                    && ::pwrite(fd.get(), header.data(), sizeof(header), 0) == static_cast<ssize_t>(sizeof(header));
+  fd.reset();
+  if (made) {
+    if (replace) {
+      ::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str());
+    } else {
+      ::linkat(dir_fd, temp.c_str(), dir_fd, name.c_str(), 0);
+    }
+  }
+  ::unlinkat(dir_fd, temp.c_str(), 0);
+}
+
+enum class Opened
+{
+  mapped,
+  absent,
+  unusable, // another user's, not a regular file, damaged, or not mappable
+  damaged,  // this user's, of the wrong size or header: may be replaced
+};
+
+Opened
+map_table(int dir_fd, const std::string& name, Algorithm algorithm, DigestCache::Table& table)
+{
+  util::Fd fd(::openat(dir_fd, name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) {
+    return errno == ENOENT ? Opened::absent : Opened::unusable;
+  }
+  // A table is taken for the files' digests unread, so it must be this
+  // user's own: one another user wrote (a cache directory shared through an
+  // inherited $FINGERPRINT_CACHE_DIR) could name any digest for our files.
+  struct stat st
+  {};
+  static const uid_t k_euid = ::geteuid();
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != k_euid) {
+    return Opened::unusable;
+  }
+  const size_t bytes = table_bytes(algorithm);
+  if (static_cast<uint64_t>(st.st_size) != bytes) {
+    return Opened::damaged;
+  }
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) {
+    return Opened::unusable;
+  }
+  table.words = static_cast<uint64_t*>(map);
+  table.bytes = bytes;
+  const auto header = header_of(algorithm);
+  if (!std::equal(header.begin(), header.end(), table.words)) {
+    return Opened::damaged;
+  }
+  table.slot_words = header[2];
+  table.digest_bytes = header[4];
+  return Opened::mapped;
+}
+
+} // namespace
+
+uint64_t
+DigestCache::home_slot(const FileIdentity& identity)
+{
+  return mix(identity.device * 0x9e3779b97f4a7c15ULL ^ identity.inode) & (k_slot_count - 1);
+}
+
+uint64_t
+DigestCache::checksum(const FileIdentity& identity, const uint64_t* digest, size_t count)
+{
+  uint64_t h = mix(identity.device ^ 0x6669'6e67'6572'7072ULL);
+  for (const uint64_t word : {identity.inode,
+                              identity.size,
+                              static_cast<uint64_t>(identity.mtime_ns),
+                              static_cast<uint64_t>(identity.ctime_ns)}) {
+    h = mix(h ^ word);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    h = mix(h ^ digest[i]);
+  }
+  return h | 1; // never 0, the word of a slot never written
+}
+
+std::string
+DigestCache::table_path(Algorithm algorithm) const
+{
+  return m_directory + "/digests/" + std::string(algorithm_name(algorithm)) + ".table";
+}
+
+DigestCache::Table*
+DigestCache::table(Algorithm algorithm, bool create) const
+{
+  const auto index = static_cast<size_t>(algorithm);
+  std::lock_guard lock(m_tables->mutex);
+  auto& mapped = m_tables->tables[index];
+  if (mapped || (create ? m_tables->created[index] : m_tables->looked[index])) {
+    return mapped.get();
+  }
+  m_tables->looked[index] = true;
+  if (create) {
+    m_tables->created[index] = true;
+  }
+  const std::string path = table_path(algorithm);
+  const auto [dir, name] = util::split_last(path);
+  // Private (0700, the table 0600): a cache is one user's, never shared, so
+  // another user's runs neither write into it nor read from it.
+  auto dir_fd = util::open_directory(std::string(dir), create, 0700);
+  if (!dir_fd || !dir_fd->valid()) {
+    return nullptr; // an unwritable cache only costs time
+  }
+  const std::string file(name);
+  auto table = std::make_unique<Table>();
+  Opened opened = map_table(dir_fd->get(), file, algorithm, *table);
+  if (create && (opened == Opened::absent || opened == Opened::damaged)) {
+    make_table(dir_fd->get(), file, algorithm, opened == Opened::damaged);
+    table = std::make_unique<Table>();
+    opened = map_table(dir_fd->get(), file, algorithm, *table);
+  }
+  if (opened == Opened::mapped) {
+    mapped = std::move(table);
+  }
+  return mapped.get();
 }
 
 std::optional<std::string>
@@ -110,48 +321,49 @@ DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
   if (!enabled()) {
     return std::nullopt;
   }
-  util::Fd fd(::open(entry_path(algorithm, identity).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-  if (!fd) {
+  Table* table = this->table(algorithm, false);
+  if (table == nullptr || table->broken) {
     return std::nullopt;
   }
-  // An entry is taken for the file's digest unread, so it must be this
-  // user's own: one another user wrote (a cache directory shared through an
-  // inherited $FINGERPRINT_CACHE_DIR) could name any digest for our files.
-  struct stat st
-  {};
-  static const uid_t k_euid = ::geteuid();
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != k_euid) {
-    return std::nullopt;
-  }
-  char buffer[512];
-  const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer) - 1);
-  if (n <= 0) {
-    return std::nullopt;
-  }
-  // "<size> <mtime ns> <ctime ns> <hex>\n", as store() writes it.
-  std::string_view rest(buffer, static_cast<size_t>(n));
-  auto number = [&rest](auto& value) {
-    auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-    if (error != std::errc() || end == rest.data() + rest.size() || *end != ' ') {
-      return false;
+  const size_t words = digest_words(algorithm);
+  uint64_t digest[8];
+  bool found = false;
+  const uint64_t home = home_slot(identity);
+  const bool read = run_guarded([&] {
+    for (uint64_t probe = 0; probe < k_probe; ++probe) {
+      const uint64_t* slot = table->slot(home + probe);
+      const uint64_t sequence = load(slot[0], std::memory_order_acquire);
+      if (sequence == 0) {
+        return; // never written: the key was never stored past here
+      }
+      if (sequence % 2 != 0) {
+        continue; // being written, or its writer died
+      }
+      FileIdentity entry;
+      entry.device = load(slot[1]);
+      entry.inode = load(slot[2]);
+      entry.size = load(slot[3]);
+      entry.mtime_ns = static_cast<int64_t>(load(slot[4]));
+      entry.ctime_ns = static_cast<int64_t>(load(slot[5]));
+      const uint64_t check = load(slot[6]);
+      for (size_t i = 0; i < words; ++i) {
+        digest[i] = load(slot[k_key_words + i]);
+      }
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (load(slot[0]) == sequence && entry == identity && check == checksum(entry, digest, words)) {
+        found = true;
+        return;
+      }
     }
-    rest.remove_prefix(static_cast<size_t>(end - rest.data()) + 1);
-    return true;
-  };
-  uint64_t size = 0;
-  int64_t mtime = 0;
-  int64_t ctime = 0;
-  if (!number(size) || !number(mtime) || !number(ctime)) {
+  });
+  if (!read) {
+    table->broken = true;
     return std::nullopt;
   }
-  if (rest.ends_with('\n')) {
-    rest.remove_suffix(1);
-  }
-  if (size != identity.size || mtime != identity.mtime_ns || ctime != identity.ctime_ns
-      || !util::is_lower_hex(rest, 2 * digest_size(algorithm))) {
+  if (!found) {
     return std::nullopt;
   }
-  return std::string(rest);
+  return util::to_hex(reinterpret_cast<const unsigned char*>(digest), digest_size(algorithm));
 }
 
 void
@@ -164,33 +376,60 @@ DigestCache::store(Algorithm algorithm,
   if (!enabled() || !is_trustworthy(identity, read_at_ns, granularity_ns)) {
     return;
   }
-  const std::string path = entry_path(algorithm, identity);
-  const auto [dir, name] = util::split_last(path);
-  // Private (0700, entries 0600): a cache is one user's, never shared, so
-  // another user's runs neither write into it nor read from it.
-  auto dir_fd = util::open_directory(std::string(dir), true, 0700);
-  if (!dir_fd) {
-    return; // an unwritable cache only costs time
-  }
-  char line[256];
-  const int length = std::snprintf(line,
-                                   sizeof(line),
-                                   "%" PRIu64 " %" PRId64 " %" PRId64 " %s\n",
-                                   identity.size,
-                                   identity.mtime_ns,
-                                   identity.ctime_ns,
-                                   hex.c_str());
-  const std::string temp =
-    std::string(name) + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(util::now_ns());
-  util::Fd fd(::openat(dir_fd->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) {
+  const size_t words = digest_words(algorithm);
+  uint64_t digest[8] = {};
+  auto* bytes = reinterpret_cast<unsigned char*>(digest);
+  if (!util::is_lower_hex(hex, 2 * digest_size(algorithm))) {
     return;
   }
-  const bool written = length > 0 && util::write_all(fd.get(), std::string_view(line, static_cast<size_t>(length)));
-  fd.reset();
-  if (!written || ::renameat(dir_fd->get(), temp.c_str(), dir_fd->get(), std::string(name).c_str()) != 0) {
-    ::unlinkat(dir_fd->get(), temp.c_str(), 0);
+  for (size_t i = 0; i < digest_size(algorithm); ++i) {
+    const auto nibble = [](char c) { return static_cast<unsigned char>(c <= '9' ? c - '0' : c - 'a' + 10); };
+    bytes[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
   }
+  Table* table = this->table(algorithm, true);
+  if (table == nullptr || table->broken) {
+    return;
+  }
+  const bool written = run_guarded([&] { write_slot(*table, identity, digest, words); });
+  if (!written) {
+    table->broken = true;
+  }
+}
+
+void
+DigestCache::write_slot(Table& table, const FileIdentity& identity, const uint64_t* digest, size_t words)
+{
+  // The slot: this file's own (an older version of it), else the first
+  // never written, else one of the window chosen by the key.
+  const uint64_t home = home_slot(identity);
+  uint64_t* chosen = nullptr;
+  for (uint64_t probe = 0; probe < k_probe && chosen == nullptr; ++probe) {
+    uint64_t* slot = table.slot(home + probe);
+    const uint64_t sequence = load(slot[0], std::memory_order_acquire);
+    if (sequence == 0 || (sequence % 2 == 0 && load(slot[1]) == identity.device && load(slot[2]) == identity.inode)) {
+      chosen = slot;
+    }
+  }
+  if (chosen == nullptr) {
+    chosen = table.slot(home + (static_cast<uint64_t>(identity.mtime_ns) ^ identity.size) % k_probe);
+  }
+  uint64_t sequence = load(chosen[0]);
+  if (sequence % 2 != 0
+      || !std::atomic_ref<uint64_t>(chosen[0]).compare_exchange_strong(
+        sequence, sequence + 1, std::memory_order_acquire, std::memory_order_relaxed)) {
+    return; // another writer has it: its entry is as good as ours
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  store_word(chosen[1], identity.device);
+  store_word(chosen[2], identity.inode);
+  store_word(chosen[3], identity.size);
+  store_word(chosen[4], static_cast<uint64_t>(identity.mtime_ns));
+  store_word(chosen[5], static_cast<uint64_t>(identity.ctime_ns));
+  store_word(chosen[6], checksum(identity, digest, words));
+  for (size_t i = 0; i < words; ++i) {
+    store_word(chosen[k_key_words + i], digest[i]);
+  }
+  store_word(chosen[0], sequence + 2, std::memory_order_release);
 }
 
 } // namespace fingerprint::digest

@@ -4,6 +4,7 @@
 #include <fingerprint/digest/hasher.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -11,9 +12,16 @@ namespace fingerprint::digest {
 
 // Remembers digests of files that have not changed since they were read,
 // keyed by (device, inode, size, mtime ns, ctime ns) like ccache's and
-// Bazel's caches. One small file per (algorithm, device, inode); writes go
-// through a temporary name and rename(), so a reader sees an old entry or a
-// new one, never half of one. Losing the cache loses nothing but time.
+// Bazel's caches. One table per algorithm, `digests/<algorithm>.table`: a
+// file of fixed-size slots, mapped shared once per process, so that a hit
+// costs no system call (a link hook looks up a hundred headers or more;
+// one file per entry cost an open, fstat, read and close each). Slots are
+// seqlocked and checksummed: a reader takes a slot only when its sequence
+// was even and unchanged across the copy and its checksum holds, so a
+// concurrent writer, a writer that died mid-slot or a torn page after a
+// power loss is a miss, never a wrong digest. Losing the cache loses
+// nothing but time. The layout is in docs/ARCHITECTURE.md ("The digest
+// cache").
 class DigestCache
 {
 public:
@@ -54,10 +62,28 @@ public:
   // is what it stamps files with.
   static int64_t granularity_ns(int fd, const FileIdentity& identity);
 
+  // The table's layout, for tests and tools that read or plant entries.
+  static constexpr uint64_t k_magic = 0x74736567'69647066; // "fpdigest" as a little-endian word
+  static constexpr uint64_t k_version = 1;
+  static constexpr size_t k_header_words = 8;
+  static constexpr size_t k_key_words = 7;        // sequence, device, inode, size, mtime, ctime, checksum
+  static constexpr uint64_t k_slot_count = 65536; // a power of two
+  static constexpr size_t k_probe = 8;            // slots looked at from a key's home slot
+  static uint64_t home_slot(const FileIdentity& identity);
+  static uint64_t checksum(const FileIdentity& identity, const uint64_t* digest_words, size_t count);
+  std::string table_path(Algorithm algorithm) const;
+
+  struct Table;
+  struct Tables;
+
 private:
-  std::string entry_path(Algorithm algorithm, const FileIdentity& identity) const;
+  // The mapped table of `algorithm`, opened or made on first use; null
+  // when there is none to be had (unwritable, another user's, damaged).
+  Table* table(Algorithm algorithm, bool create) const;
+  static void write_slot(Table& table, const FileIdentity& identity, const uint64_t* digest, size_t words);
 
   std::string m_directory;
+  std::shared_ptr<Tables> m_tables;
 };
 
 } // namespace fingerprint::digest

@@ -4,6 +4,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 
 #include <fingerprint/digest/hasher.hpp>
+#include <fingerprint/digest/sigbus.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <openssl/evp.h>
@@ -24,35 +25,6 @@
 namespace fingerprint::digest {
 
 namespace {
-
-// A file truncated by another process while it is mapped raises SIGBUS on
-// the next access. The digesting thread jumps back out and reports it rather
-// than letting the whole runner die.
-thread_local sigjmp_buf* t_sigbus_jump = nullptr;
-
-void
-on_sigbus(int signal_number, siginfo_t*, void*)
-{
-  if (t_sigbus_jump != nullptr) {
-    siglongjmp(*t_sigbus_jump, 1);
-  }
-  ::signal(signal_number, SIG_DFL);
-  ::raise(signal_number);
-}
-
-void
-install_sigbus_handler()
-{
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction action
-    {};
-    action.sa_sigaction = on_sigbus;
-    action.sa_flags = SA_SIGINFO;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGBUS, &action, nullptr);
-  });
-}
 
 const char*
 file_type_name(mode_t mode)
@@ -81,9 +53,11 @@ open_error(const std::string& path, int open_errno)
   if (open_errno == ENOENT) {
     struct stat st
     {};
-    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-      return make_error(path, "dangling symbolic link (its target does not exist)");
-    }
+    Error error = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)
+                    ? make_error(path, "dangling symbolic link (its target does not exist)")
+                    : make_error(path, util::errno_text(open_errno));
+    error.missing = true;
+    return error;
   }
   if (open_errno == ELOOP) {
     return make_error(path, "symbolic link loop (too many levels of symbolic links)");

@@ -78,9 +78,15 @@ record(const RecordRequest& request,
   options.cache = &cache;
   auto digests = digest::digest_files(all, options);
   size_t failures = 0;
-  for (const auto& result : digests) {
-    if (!result) {
-      on_file_error(result.error());
+  std::vector<std::string> gone;
+  for (size_t i = 0; i < digests.size(); ++i) {
+    if (!digests[i]) {
+      const size_t c = i - request.produced.size();
+      if (i >= request.produced.size() && request.consumed[c].may_be_gone && digests[i].error().missing) {
+        gone.push_back(request.consumed[c].path);
+        continue;
+      }
+      on_file_error(digests[i].error());
       ++failures;
     }
   }
@@ -93,7 +99,14 @@ record(const RecordRequest& request,
   store::Manifest manifest;
   manifest.algorithm = request.algorithm;
   manifest.entries.reserve(request.consumed.size());
+  if (!gone.empty()) {
+    on_warning(request.target + ": " + std::to_string(gone.size())
+               + " of the files it read are gone, not recorded (the first: " + gone.front() + ")");
+  }
   for (size_t c = 0; c < request.consumed.size(); ++c) {
+    if (!digests[produced_count + c]) {
+      continue; // gone (above)
+    }
     const auto& file = *digests[produced_count + c];
     manifest.entries.push_back({request.consumed[c].role, file.hex, file.size, request.consumed[c].path});
   }

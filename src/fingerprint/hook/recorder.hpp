@@ -16,6 +16,11 @@ struct Input
 {
   std::string path; // absolute
   store::Role role = store::Role::link;
+  // A header deleted since its compile, or a library of the interface not
+  // built (yet): when it does not exist it is left out with a warning, not
+  // an error, and the rest is recorded. Found by the digest's own stat, not
+  // one of the hook's beforehand (a link reads a hundred headers or more).
+  bool may_be_gone = false;
 };
 
 // One build step's outputs and inputs, to be recorded.

@@ -116,7 +116,8 @@ DirectoryStore::append_in(int dir_fd,
                           const std::string& relative_path,
                           const std::string& file_name,
                           const std::string& lines,
-                          Warnings* warnings) const
+                          Warnings* warnings,
+                          bool locate) const
 {
   const std::string full = m_root + "/" + relative_path;
   // Bounded: each retry means a compaction replaced the log meanwhile.
@@ -129,12 +130,12 @@ DirectoryStore::append_in(int dir_fd,
     if (!lock(fd.get(), LOCK_SH)) {
       return make_error(full, "cannot lock: " + util::errno_text(errno));
     }
-    if (!still_linked(dir_fd, file_name, fd.get())) {
-      continue;
-    }
     struct stat st
     {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (!still_linked(dir_fd, file_name, fd.get(), &st)) {
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) {
       return make_error(full, "not a regular file");
     }
     if (auto refused = refused_file(m_root_fd.get(), st)) {
@@ -181,7 +182,7 @@ DirectoryStore::append_in(int dir_fd,
       return make_error(full, "short write (no space left on the device, or a file size limit): " + what);
     }
     detail::Appended appended;
-    appended.start = ::lseek(fd.get(), 0, SEEK_CUR) - written;
+    appended.start = locate ? ::lseek(fd.get(), 0, SEEK_CUR) - written : -1;
     appended.relative = relative_path;
     appended.device = st.st_dev;
     appended.inode = st.st_ino;
@@ -383,8 +384,12 @@ DirectoryStore::put_manifest(const DigestKey& key,
       it = fan_out.emplace(prefix, std::move(*opened)).first;
     }
     // No warnings: those look for JSON, which these lines are not.
-    auto appended = append_in(
-      it->second.get(), layout::reverse_index(DigestKey{manifest.algorithm, entry.hex}), entry.hex, line, nullptr);
+    auto appended = append_in(it->second.get(),
+                              layout::reverse_index(DigestKey{manifest.algorithm, entry.hex}),
+                              entry.hex,
+                              line,
+                              nullptr,
+                              false);
     if (!appended) {
       return appended.error();
     }

@@ -181,12 +181,15 @@ private:
                                          const std::string& lines,
                                          Warnings* warnings) const;
   // append_line() in a directory already open: `file_name` in `dir_fd`,
-  // which is `relative_path` below the root.
+  // which is `relative_path` below the root. Without `locate`, the
+  // answer's `start` is not looked up (an lseek): only a caller that may
+  // take the lines back needs it.
   Expected<detail::Appended> append_in(int dir_fd,
                                        const std::string& relative_path,
                                        const std::string& file_name,
                                        const std::string& lines,
-                                       Warnings* warnings) const;
+                                       Warnings* warnings,
+                                       bool locate = true) const;
   Expected<LogContents> read_file(const std::string& relative_path) const;
 
   // Replaces a log by what `transform` keeps of its events: temporary

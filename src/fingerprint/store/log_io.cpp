@@ -158,10 +158,11 @@ lock(int fd, int operation)
 // After waiting for a lock, the log may have been replaced by a compaction
 // (rename over it); appending to the old inode would lose the event.
 bool
-still_linked(int dir_fd, std::string_view name, int fd)
+still_linked(int dir_fd, std::string_view name, int fd, struct stat* fd_stat)
 {
-  struct stat by_fd
+  struct stat own
   {};
+  struct stat& by_fd = fd_stat != nullptr ? *fd_stat : own;
   struct stat by_name
   {};
   return ::fstat(fd, &by_fd) == 0 && ::fstatat(dir_fd, std::string(name).c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0

@@ -45,7 +45,7 @@ bool lock(int fd, int operation);
 
 // Whether `fd` is still the file called `name` in `dir_fd` (a compaction or
 // a repair may have renamed a new log over it while we waited for the lock).
-bool still_linked(int dir_fd, std::string_view name, int fd);
+bool still_linked(int dir_fd, std::string_view name, int fd, struct stat* fd_stat = nullptr);
 
 // What replace_locked does with a log, decided while holding its lock.
 struct Replacement

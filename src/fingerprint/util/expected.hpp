@@ -20,6 +20,9 @@ struct Error
   // What was given is malformed or ambiguous (a digest of the wrong
   // length, a prefix that several digests begin with): a usage error.
   bool usage = false;
+  // The file named does not exist (ENOENT), which for some inputs is
+  // said, not fatal (hook::Input::may_be_gone).
+  bool missing = false;
 };
 
 // Builds an Error; `what` is usually a path or a name, `why` the reason.

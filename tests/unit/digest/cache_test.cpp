@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
+#include <atomic>
 #include <chrono>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
+#include <vector>
 
 namespace fingerprint::digest {
 namespace {
@@ -77,24 +81,116 @@ TEST(DigestCache, AnyChangeInTheKeyMisses)
   EXPECT_FALSE(cache.lookup(Algorithm::md5, id)) << "entries are per algorithm";
 }
 
-TEST(DigestCache, DamagedEntriesMissAndDisabledCacheDoesNothing)
+// The table cut short under a process that has it mapped (its pages past
+// the new end raise SIGBUS) and then overwritten with garbage: that process
+// misses and goes on; a new one finds the header wrong, misses, and its
+// first store replaces the table with a whole one.
+TEST(DigestCache, DamagedTableMissesNeverCrashesAndIsReplaced)
 {
   TempDir dir;
   const DigestCache cache(dir.path());
   const auto id = identity(1'000'000'000, 1'000'000'000);
   cache.store(Algorithm::sha256, id, k_hex_a, 10'000'000'000, 1);
   ASSERT_TRUE(cache.lookup(Algorithm::sha256, id));
-  // Overwrite every entry file with garbage.
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
-    if (entry.is_regular_file()) {
-      test::write_file(entry.path(), "1 1000000000 1000000000 not-hex\n");
-    }
-  }
-  EXPECT_FALSE(cache.lookup(Algorithm::sha256, id));
+  const std::string table = cache.table_path(Algorithm::sha256);
+  ASSERT_TRUE(std::filesystem::is_regular_file(table));
+  test::write_file(table, "1 1000000000 1000000000 not-hex\n");
+  EXPECT_FALSE(cache.lookup(Algorithm::sha256, id)) << "a lookup in a table cut short under its mapping";
+  cache.store(Algorithm::sha256, id, k_hex_a, 10'000'000'000, 1); // no crash either
+
+  const DigestCache fresh(dir.path());
+  EXPECT_FALSE(fresh.lookup(Algorithm::sha256, id)) << "a lookup in a table with no header";
+  fresh.store(Algorithm::sha256, id, k_hex_a, 10'000'000'000, 1);
+  const auto hit = fresh.lookup(Algorithm::sha256, id);
+  ASSERT_TRUE(hit) << "the damaged table was not replaced";
+  EXPECT_EQ(*hit, k_hex_a);
+  EXPECT_GT(std::filesystem::file_size(table), 64U * 1024);
 
   const DigestCache disabled("");
   disabled.store(Algorithm::sha256, id, k_hex_a, 10'000'000'000, 1);
   EXPECT_FALSE(disabled.lookup(Algorithm::sha256, id));
+}
+
+// One slot, read as another process would see it mid-write or after a torn
+// page: an odd sequence (a writer at work, or one that died) and a checksum
+// that does not hold are misses, never the digest the slot holds.
+TEST(DigestCache, SlotsBeingWrittenOrTornAreMisses)
+{
+  TempDir dir;
+  const DigestCache cache(dir.path());
+  const auto id = identity(1'000'000'000, 1'000'000'000);
+  cache.store(Algorithm::sha256, id, k_hex_a, 10'000'000'000, 1);
+  ASSERT_TRUE(cache.lookup(Algorithm::sha256, id));
+  const std::string table = cache.table_path(Algorithm::sha256);
+  const size_t slot_words = DigestCache::k_key_words + 4;
+  const off_t slot =
+    static_cast<off_t>((DigestCache::k_header_words + DigestCache::home_slot(id) * slot_words) * sizeof(uint64_t));
+  util::Fd fd(::open(table.c_str(), O_RDWR));
+  ASSERT_TRUE(fd);
+  const auto word_at = [&](size_t word) {
+    uint64_t value = 0;
+    EXPECT_EQ(::pread(fd.get(), &value, sizeof(value), slot + static_cast<off_t>(word * sizeof(value))), 8);
+    return value;
+  };
+  const auto set_word = [&](size_t word, uint64_t value) {
+    EXPECT_EQ(::pwrite(fd.get(), &value, sizeof(value), slot + static_cast<off_t>(word * sizeof(value))), 8);
+  };
+  ASSERT_EQ(word_at(2), id.inode) << "the entry is not in its home slot";
+  const uint64_t sequence = word_at(0);
+  ASSERT_EQ(sequence % 2, 0U);
+  set_word(0, sequence + 1);
+  EXPECT_FALSE(DigestCache(dir.path()).lookup(Algorithm::sha256, id)) << "a slot being written was read";
+  set_word(0, sequence);
+  ASSERT_TRUE(DigestCache(dir.path()).lookup(Algorithm::sha256, id));
+  const uint64_t first_digest_word = word_at(DigestCache::k_key_words);
+  set_word(DigestCache::k_key_words, first_digest_word ^ 1);
+  EXPECT_FALSE(DigestCache(dir.path()).lookup(Algorithm::sha256, id)) << "a digest that fails its checksum was used";
+}
+
+// Threads storing and looking up overlapping keys at once, as parallel
+// digests and concurrent hooks do: every hit is the digest stored for that
+// very key (run under ThreadSanitizer too).
+TEST(DigestCache, ConcurrentStoresAndLookupsNeverGiveAnotherKeysDigest)
+{
+  TempDir dir;
+  const DigestCache cache(dir.path());
+  const auto hex_of = [](uint64_t inode, int version) {
+    std::string hex = util::hex64(inode * 7919 + static_cast<uint64_t>(version));
+    while (hex.size() < 64) {
+      hex += hex;
+    }
+    return hex.substr(0, 64);
+  };
+  std::atomic<int> wrong{0};
+  std::atomic<int> hits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const DigestCache own(dir.path()); // a process of its own, as far as the mapping goes
+      const DigestCache& use = t % 2 == 0 ? cache : own;
+      for (int round = 0; round < 2000; ++round) {
+        auto id = identity(1'000'000'000, 1'000'000'000);
+        id.inode = static_cast<uint64_t>(round % 97);
+        const int version = (round / 97 + t) % 3;
+        id.size = static_cast<uint64_t>(version);
+        use.store(Algorithm::sha256, id, hex_of(id.inode, version), 10'000'000'000, 1);
+        for (int other = 0; other < 3; ++other) {
+          id.size = static_cast<uint64_t>(other);
+          if (auto hit = use.lookup(Algorithm::sha256, id)) {
+            ++hits;
+            if (*hit != hex_of(id.inode, other)) {
+              ++wrong;
+            }
+          }
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(hits.load(), 0);
 }
 
 TEST(DigestCache, GranularityIsAtLeastOneTickAndASecondForWholeSecondStamps)
