@@ -66,7 +66,7 @@ if [ "${FINGERPRINT_SANITIZERS:-1}" != 0 ]; then
   cmake --build "$tsan" --target fingerprint_tests fingerprint
   fingerprint_say "running the concurrent tests under TSan"
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir "$tsan" --output-on-failure -j "$(nproc)" \
-    -R 'unit\.(DirectoryStore\.AppendsDuringCompaction|DigestFiles|DigestCache|Parallel|Hasher)|cli\.(record_show|digest)'
+    -R 'unit\.(DirectoryStore\.AppendsDuringCompaction|InputJournal\.AppendsDuringFolds|DigestFiles|DigestCache|Parallel|Hasher)|cli\.(record_show|digest)'
 fi
 
 # The libFuzzer targets (tests/fuzz), built with clang, ASan and UBSan: each

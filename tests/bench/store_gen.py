@@ -120,9 +120,10 @@ def main():
     w = Writer(root)
     os.makedirs(root, exist_ok=True)
     w.write("fingerprint-store.json", (json.dumps(
-        {"format": 2, "created": rfc3339(a.start - 60),
+        {"format": 3, "created": rfc3339(a.start - 60),
          "layout": "objects/<algorithm>/<2 hex>/<hex>.jsonl; builds/<project>/<build id>.jsonl; "
-                   "manifests/<algorithm>/<2 hex>/<hex>; inputs/<algorithm>/<2 hex>/<hex>"}, indent=2) + "\n").encode())
+                   "manifests/<algorithm>/<2 hex>/<hex>; inputs/<algorithm>/<2 hex>/<hex>; "
+                   "inputs/<algorithm>/journal"}, indent=2) + "\n").encode())
     w.write("change.lock", b"")
 
     def digest(text):

@@ -26,7 +26,7 @@ expect_json_each "$T/out" <<'EOF'
 counts the 60 artifact logs (40 artifacts, 20 input manifests) :: d['logs'] == 60
 counts the 4 build indexes (p b0, p b2, q b1, q b3) :: d['build_indexes'] == 4
 counts the 20 input manifests :: d['manifests'] == 20
-counts the 20 reverse indexes (of the 20 consumed files) :: d['reverse_indexes'] == 20
+counts the 20 manifests in the reverse index's journal, not yet folded :: d['journaled_manifests'] == 20 and d['reverse_indexes'] == 0
 counts every produced event twice (artifact log + build index), a manifest's product thrice: 40 * 2 + 20 :: d['events'] == 100
 no problems (a manifest's log holds its products' events) :: d['problems'] == []
 EOF
@@ -85,9 +85,23 @@ printf 'out\n' >m.out
 printf 'other\n' >m.other
 run "$FP" --store M record --project P --target T --build-id 1 --produced m.out --consumed m.lib --compiled m.cpp m.hpp
 expect_rc 0 "record a product of a manifest"
+# Its inputs' reverse index lines wait in the journal, one line for all
+# three, until a fold (fsck --repair folds first).
+expect_eq "$(cd M/inputs && find . -type f)" "./sha256/journal" "the record wrote the journal, no file per input"
+run "$FP" --store M fsck --json
+expect_rc 0 "fsck of a store with a journal"
+expect_json "$T/out" "d['journaled_manifests'] == 1 and d['reverse_indexes'] == 0 and d['problems'] == []" \
+  "fsck reads the journal's manifest as indexed"
+run "$FP" --store M show --json m.hpp
+expect_json "$T/out" "[(e['target'], e['role']) for e in d['consumers']] == [('T', 'compile')]" "m.hpp is found from the journal"
+run "$FP" --store M fsck --repair --json
+expect_json "$T/out" "d['journaled_manifests'] == 0 and d['reverse_indexes'] == 3 and d['problems'] == []" \
+  "fsck --repair folds the journal into a reverse index per input"
+expect_no_file "M/inputs/sha256/journal" "and removes it"
 # An orphaned manifest (a call that died before its events), made in
 # another store and carried over, a minute old.
 run "$FP" --store O record --project P --target U --build-id 1 --produced m.other --compiled m.cpp
+run "$FP" --store O fsck --repair
 (cd O && find manifests inputs -type f) >orphan.files
 (cd O && tar cf - manifests) | (cd M && tar xf -)
 orphan=$(grep '^manifests/' orphan.files)

@@ -194,6 +194,8 @@ run "$FP" --store G record --project m --target tool --build-id 1 --produced mto
 run "$FP" --store G record --project m --target app --build-id 2 --produced mapp2 --consumed m.lib --compiled s2.cpp
 run "$FP" --store G record --project m --target app --build-id 3 --produced mapp3 --consumed m.lib --compiled s3.cpp
 expect_rc 0 "record four calls with three manifests"
+run "$FP" --store G fsck --repair # their reverse index lines out of the journal, into a file per input
+expect_rc 0 "fsck --repair folds the journal"
 expect_eq "$(find G/manifests -type f | wc -l)" 3 "three manifests: build 1's shared by app and tool"
 reverse_of() { echo "G/inputs/sha256/$(digest_of "$1" | cut -c1-2)/$(digest_of "$1")"; }
 manifest_of() { # the manifest named by the produced event of $1

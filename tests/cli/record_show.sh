@@ -93,7 +93,7 @@ expect_rc 1 "consumers of an unrecorded file"
 
 # Store layout (README, "The store").
 expect_file "$S/fingerprint-store.json" "the store has a format file"
-expect_json "$S/fingerprint-store.json" 'd["format"] == 2' 'fingerprint-store.json says "format": 2 (input manifests)'
+expect_json "$S/fingerprint-store.json" 'd["format"] == 3' 'fingerprint-store.json says "format": 3 (input manifests and their journal)'
 # Each artifact's log holds its produced event; what app and tool consumed
 # is in their input manifests, whose own logs hold the produced events that
 # name them.
@@ -110,12 +110,17 @@ for pair in up/1:1 app/7:1 tool/3:1; do
 done
 unexpected=$(cd "$S" 2>&1 && find . -regextype posix-extended -type f ! -name fingerprint-store.json ! -path ./change.lock \
   ! -regex '\./objects/sha256/([0-9a-f]{2})/\1[0-9a-f]{62}\.jsonl' ! -regex '\./builds/[^/]+/[^/]+\.jsonl' \
-  ! -regex '\./(manifests|inputs)/sha256/([0-9a-f]{2})/\2[0-9a-f]{62}') || true
+  ! -regex '\./(manifests|inputs)/sha256/([0-9a-f]{2})/\2[0-9a-f]{62}' ! -path ./inputs/sha256/journal) || true
 expect_eq "$unexpected" "" "the store holds no files outside the documented layout"
 expect_eq "$(find "$S/manifests" -type f | wc -l)" 2 "two input manifests: app's and tool's"
+expect_eq "$(cut -d' ' -f1 "$S/inputs/sha256/journal" | sort | paste -sd' ')" \
+  "$(find "$S/manifests" -type f -printf '%f\n' | sort | paste -sd' ')" \
+  "the reverse index's journal: one line each for tool's and app's manifests"
+run "$FP" --store "$S" fsck --repair
+expect_rc 0 "fsck --repair folds the journal"
 expect_eq "$(find "$S/inputs" -type f -print0 | xargs -0r python3 "$CHECKS" reverse-index | sort | paste -sd' ')" \
   "$(find "$S/manifests" -type f -printf '%f\n' | sort | paste -sd' ')" \
-  "the reverse indexes of lib.a and of app: one line each, naming tool's and app's manifests"
+  "then the reverse indexes of lib.a and of app: one line each, naming tool's and app's manifests"
 expect_eq "$(find "$S" -name '*.jsonl' | wc -l)" 8 "the store holds 3 object logs, 2 manifest logs and 3 build indexes"
 # Every line of every log is one newline-terminated JSON object.
 find "$S" -name '*.jsonl' -print0 | xargs -0 python3 "$CHECKS" jsonl-lines >bad-lines 2>&1 \

@@ -59,11 +59,11 @@ umask 002
 # 1. A produces lib.a: A makes the format file, the log, the build index.
 run "${AS_A[@]}" "$FP" --store "$S" record --project lib --target lib --build-id a1 --produced lib.a
 expect_rc 0 "umask 002: A records lib.a into the new store"
-# 2. B consumes lib.a (B makes lib.a's reverse index entry) and produces app.
+# 2. B consumes lib.a (B makes the reverse index's journal) and produces app.
 run "${AS_B[@]}" "$FP" --store "$S" record --project app --target app --build-id b1 --produced app --consumed ../work-A/lib.a
 expect_rc 0 "umask 002: B records app consuming A's lib.a"
 # 3. A, in the same build as B, consumes app and lib.a: appends to B's
-#    build index and to lib.a's reverse index entry B made.
+#    build index and to the reverse index's journal B made.
 run "${AS_A[@]}" "$FP" --store "$S" record --project app --target plugin --build-id b1 --produced plugin \
   --consumed ../work-B/app ../work-A/lib.a
 expect_rc 0 "umask 002: A records plugin consuming B's app (appends to B's build index and reverse index)"
@@ -94,7 +94,7 @@ expect_eq "$(grep -c . "$index" || true)" 2 "build app/b1's index holds B's even
 # checks below would prove nothing): fails when `as` ran things as root.
 owner_has() { # FILE UID TEXT WHAT (a reverse index's lines are read as the manifests they name)
   local read=(cat)
-  [[ $1 == */inputs/* ]] && read=(checks_py reverse-index)
+  [[ $1 == */inputs/*/??/* ]] && read=(checks_py reverse-index)
   if [[ $(stat -c %u "$1") == "$2" ]] && "${read[@]}" "$1" | grep -qF -- "$3"; then
     _result 1 "$4"
   else
@@ -102,7 +102,12 @@ owner_has() { # FILE UID TEXT WHAT (a reverse index's lines are read as the mani
   fi
 }
 plugin_inputs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["producers"][0]["inputs"][7:])' plugin.json)
-owner_has "$S/inputs/sha256/${lib:0:2}/$lib" "$UB" "$plugin_inputs" "lib.a's reverse index entry is B's and holds A's line"
+owner_has "$S/inputs/sha256/journal" "$UB" "$plugin_inputs" "the reverse index's journal is B's and holds A's line"
+# A folds it: lib.a's reverse index file is A's, B's journal is gone.
+run "${AS_A[@]}" "$FP" --store "$S" fsck --repair
+expect_rc 0 "A's fsck --repair folds B's journal"
+expect_no_file "$S/inputs/sha256/journal" "the journal B made is folded and gone"
+owner_has "$S/inputs/sha256/${lib:0:2}/$lib" "$UA" "$plugin_inputs" "lib.a's reverse index entry is A's and holds A's line"
 owner_has "$(log_of "$plugin_inputs")" "$UA" '"target":"plugin"' "plugin's manifest log is A's and lists plugin"
 owner_has "$index" "$UB" '"target":"plugin"' "build app/b1's index is B's and holds A's events"
 

@@ -54,6 +54,7 @@ run(const Args& args, Context& context, Prepared& prepared)
     out["build_indexes"] = report->build_indexes;
     out["manifests"] = report->manifests;
     out["reverse_indexes"] = report->reverse_indexes;
+    out["journaled_manifests"] = report->journaled_manifests;
     out["events"] = report->events;
     out["problems"] = nlohmann::ordered_json::array();
     for (const auto& finding : report->findings) {
@@ -100,8 +101,11 @@ run(const Args& args, Context& context, Prepared& prepared)
   }
   text += "fsck: " + std::to_string(report->logs) + " artifact logs, " + std::to_string(report->build_indexes)
           + " build indexes, " + std::to_string(report->manifests) + " input manifests, "
-          + std::to_string(report->reverse_indexes) + " reverse indexes, " + std::to_string(report->events)
-          + " events; ";
+          + std::to_string(report->reverse_indexes) + " reverse indexes"
+          + (report->journaled_manifests > 0
+               ? " (and " + std::to_string(report->journaled_manifests) + " manifests in their journal)"
+               : std::string())
+          + ", " + std::to_string(report->events) + " events; ";
   if (report->findings.empty()) {
     text += "no problems\n";
   } else {

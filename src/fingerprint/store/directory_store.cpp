@@ -1,5 +1,6 @@
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/format.hpp>
+#include <fingerprint/store/input_journal.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/provenance.hpp>
@@ -184,6 +185,7 @@ DirectoryStore::append_in(int dir_fd,
     detail::Appended appended;
     appended.start = locate ? ::lseek(fd.get(), 0, SEEK_CUR) - written : -1;
     appended.relative = relative_path;
+    appended.size_after = st.st_size + written;
     appended.device = st.st_dev;
     appended.inode = st.st_ino;
     appended.bytes = std::move(buffer);
@@ -331,7 +333,7 @@ Expected<bool>
 DirectoryStore::put_manifest(const DigestKey& key,
                              const std::string& encoded,
                              const Manifest& manifest,
-                             Warnings* /*warnings*/) const
+                             Warnings* warnings) const
 {
   if (!m_root_fd) {
     return make_error(m_root, "store not opened for writing");
@@ -355,45 +357,23 @@ DirectoryStore::put_manifest(const DigestKey& key,
   if (there && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == encoded.size()) {
     return false;
   }
-  // The reverse index first, one line per input: a manifest that exists is
-  // indexed whole. A call that dies in between leaves lines that the next
-  // call with the same inputs writes again, which readers fold.
-  // inputs/<algorithm>/ is opened once, and each <2 hex> below it once: a
-  // compile reads a hundred headers or more, and each open of a path walks
-  // it component by component.
-  const std::string tree =
-    std::string(layout::k_inputs) + "/" + std::string(digest::algorithm_name(manifest.algorithm));
+  // Its inputs' reverse index first, through the journal (one line for
+  // them all, input_journal.hpp): a manifest that exists is indexed whole.
+  // A call that dies in between leaves a line that the next call with the
+  // same inputs writes again, which readers fold.
+  const std::string journal = layout::input_journal(manifest.algorithm);
+  const auto [tree, journal_name] = util::split_last(journal);
   auto tree_fd = util::open_directory_beneath(m_root_fd.get(), tree, true);
   if (!tree_fd) {
-    return make_error(m_root + "/" + tree, tree_fd.error().message);
+    return make_error(m_root + "/" + std::string(tree), tree_fd.error().message);
   }
-  std::map<std::string, Fd, std::less<>> fan_out;
-  const std::string line = reverse_line(key);
-  std::set<std::string_view> indexed; // an input read at two paths, or in two roles, is indexed once
-  for (const ManifestEntry& entry : manifest.entries) {
-    if (!indexed.insert(entry.hex).second) {
-      continue;
-    }
-    const std::string prefix = entry.hex.substr(0, 2);
-    auto it = fan_out.find(prefix);
-    if (it == fan_out.end()) {
-      auto opened = util::open_directory_beneath(tree_fd->get(), prefix, true);
-      if (!opened) {
-        return make_error(m_root + "/" + tree + "/" + prefix, opened.error().message);
-      }
-      it = fan_out.emplace(prefix, std::move(*opened)).first;
-    }
-    // No warnings: those look for JSON, which these lines are not.
-    auto appended = append_in(it->second.get(),
-                              layout::reverse_index(DigestKey{manifest.algorithm, entry.hex}),
-                              entry.hex,
-                              line,
-                              nullptr,
-                              false);
-    if (!appended) {
-      return appended.error();
-    }
+  // No warnings: those look for JSON, which these lines are not.
+  auto appended =
+    append_in(tree_fd->get(), journal, std::string(journal_name), journal_line(key, manifest), nullptr, false);
+  if (!appended) {
+    return appended.error();
   }
+  const bool fold_now = appended->size_after > static_cast<off_t>(k_journal_fold_bytes);
   // Then the manifest, whole: written under a temporary name and linked
   // into place, so that a reader never sees half of one; two calls making
   // the same one agree (the second link finds it there).
@@ -414,9 +394,20 @@ DirectoryStore::put_manifest(const DigestKey& key,
       ::unlinkat(dir_fd->get(), temp.c_str(), 0);
       return make_error(m_root + "/" + relative, why);
     }
-    return true;
+  } else {
+    auto linked = link_into_place(dir_fd->get(), temp, file_name, m_root + "/" + relative);
+    if (!linked || !*linked) {
+      return linked; // another writer's copy, journaled by it too
+    }
   }
-  return link_into_place(dir_fd->get(), temp, file_name, m_root + "/" + relative);
+  if (fold_now) {
+    // The manifest is stored and indexed whatever the fold does: a fold
+    // that fails leaves the journal as it was, for the next one.
+    if (auto folded = fold_input_journal(manifest.algorithm); !folded && warnings != nullptr) {
+      warnings->push_back(folded.error().message + " (the journal stays; the next fold or fsck --repair folds it)");
+    }
+  }
+  return true;
 }
 
 Expected<bool>
@@ -553,6 +544,139 @@ DirectoryStore::read_manifest(const DigestKey& key) const
   return std::optional<Manifest>(std::move(*manifest));
 }
 
+Expected<std::size_t>
+DirectoryStore::fold_input_journal(digest::Algorithm algorithm) const
+{
+  if (!m_root_fd) {
+    return std::size_t{0};
+  }
+  const std::string journal = layout::input_journal(algorithm);
+  const std::string tree = std::string(util::split_last(journal).first);
+  std::size_t folded = 0;
+  auto done = detail::replace_locked(
+    m_root_fd.get(),
+    journal,
+    m_root + "/" + journal,
+    layout::TempTag::compact,
+    true,
+    [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+      const JournalContents contents = parse_journal(log.text, algorithm);
+      // Each input's lines in one append, in the journal's order; the
+      // fan-out directories in order, each opened once.
+      std::map<std::string_view, std::string> lines;
+      for (const JournalEntry& entry : contents.entries) {
+        const std::string line = reverse_line(DigestKey{algorithm, std::string(entry.manifest)});
+        for (const std::string_view input : entry.inputs) {
+          std::string& text = lines[input];
+          if (!text.empty()) {
+            text += '\n';
+          }
+          text += line;
+        }
+      }
+      auto tree_fd = util::open_directory_beneath(m_root_fd.get(), tree, true);
+      if (!tree_fd) {
+        return make_error(m_root + "/" + tree, tree_fd.error().message);
+      }
+      std::string prefix;
+      util::Fd fan_fd;
+      for (const auto& [input, text] : lines) {
+        if (input.substr(0, 2) != prefix) {
+          prefix = input.substr(0, 2);
+          auto opened = util::open_directory_beneath(tree_fd->get(), prefix, true);
+          if (!opened) {
+            return make_error(m_root + "/" + tree + "/" + prefix, opened.error().message);
+          }
+          fan_fd = std::move(*opened);
+        }
+        auto appended = append_in(fan_fd.get(),
+                                  layout::reverse_index(DigestKey{algorithm, std::string(input)}),
+                                  std::string(input),
+                                  text,
+                                  nullptr,
+                                  false);
+        if (!appended) {
+          return appended.error(); // the journal stays whole: the next fold appends it again
+        }
+      }
+      folded = contents.entries.size();
+      // What cannot be read stays for fsck to show (it rebuilds the
+      // reverse index from the manifests themselves); a torn last line is a
+      // writer's that died before storing its manifest.
+      detail::Replacement replacement;
+      replacement.action = detail::Replacement::Action::remove;
+      if (!contents.unreadable.empty()) {
+        std::string_view rest = log.text;
+        for (size_t number = 1, next = 0; !rest.empty() && next < contents.unreadable.size(); ++number) {
+          const size_t newline = rest.find('\n');
+          if (newline == std::string_view::npos) {
+            break;
+          }
+          if (number == contents.unreadable[next]) {
+            replacement.text += rest.substr(0, newline + 1);
+            ++next;
+          }
+          rest.remove_prefix(newline + 1);
+        }
+        replacement.action = detail::Replacement::Action::replace;
+      }
+      return replacement;
+    });
+  if (!done && done.error().message.ends_with("no such log")) {
+    return std::size_t{0};
+  }
+  if (!done) {
+    return done.error();
+  }
+  m_journals.erase(algorithm); // read again by the next query
+  return folded;
+}
+
+Expected<std::size_t>
+DirectoryStore::fold_input_journals() const
+{
+  std::size_t folded = 0;
+  for (const digest::Algorithm algorithm : digest::k_all_algorithms) {
+    auto one = fold_input_journal(algorithm);
+    if (!one) {
+      return one.error();
+    }
+    folded += *one;
+  }
+  return folded;
+}
+
+Expected<const DirectoryStore::JournalIndex*>
+DirectoryStore::input_journal(digest::Algorithm algorithm) const
+{
+  auto it = m_journals.find(algorithm);
+  if (it != m_journals.end()) {
+    return it->second.get();
+  }
+  auto index = std::make_shared<JournalIndex>();
+  if (m_root_fd) {
+    const std::string relative = layout::input_journal(algorithm);
+    auto fd = open_below(m_root_fd.get(), relative, O_RDONLY | O_NONBLOCK, false);
+    if (!fd) {
+      return make_error(m_root + "/" + relative, fd.error().message);
+    }
+    if (fd->valid()) {
+      auto text = util::read_all(fd->get());
+      if (!text) {
+        return make_error(m_root + "/" + relative, text.error().message);
+      }
+      index->text = std::move(*text);
+      index->contents = parse_journal(index->text, algorithm);
+      for (std::uint32_t i = 0; i < index->contents.entries.size(); ++i) {
+        for (const std::string_view input : index->contents.entries[i].inputs) {
+          index->by_input[input].push_back(i);
+        }
+      }
+    }
+  }
+  return m_journals.emplace(algorithm, std::move(index)).first->second.get();
+}
+
 Expected<std::vector<ManifestUse>>
 DirectoryStore::find_manifest_uses(const DigestKey& input, std::vector<LogProblem>& problems) const
 {
@@ -560,43 +684,61 @@ DirectoryStore::find_manifest_uses(const DigestKey& input, std::vector<LogProble
   if (!m_root_fd) {
     return uses;
   }
+  // The journal before the reverse index (input_journal.hpp): a fold
+  // between the two reads leaves its lines in one or the other.
+  auto journal = input_journal(input.algorithm);
+  if (!journal) {
+    return journal.error();
+  }
   const std::string relative = layout::reverse_index(input);
   auto fd = open_below(m_root_fd.get(), relative, O_RDONLY | O_NONBLOCK, false);
   if (!fd) {
     return make_error(m_root + "/" + relative, fd.error().message);
   }
-  if (!fd->valid()) {
-    return uses;
-  }
-  struct stat st
-  {};
-  if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return make_error(m_root + "/" + relative, "not a regular file");
-  }
-  auto text = util::read_all(fd->get());
-  if (!text) {
-    return make_error(m_root + "/" + relative, text.error().message);
-  }
-  std::string_view rest = *text;
   std::set<std::string> seen;
-  for (size_t number = 1; !rest.empty(); ++number) {
-    const size_t end = rest.find('\n');
-    if (end == std::string_view::npos) {
-      break; // a writer that died mid-line; never acknowledged
+  if (fd->valid()) {
+    struct stat st
+    {};
+    if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return make_error(m_root + "/" + relative, "not a regular file");
     }
-    const std::string_view line = rest.substr(0, end);
-    rest.remove_prefix(end + 1);
-    if (line.empty()) {
-      continue;
+    auto text = util::read_all(fd->get());
+    if (!text) {
+      return make_error(m_root + "/" + relative, text.error().message);
     }
-    auto manifest = parse_reverse_line(line, input.algorithm);
-    if (!manifest) {
-      problems.push_back({relative, number, "not a reverse index line (a manifest's digest)"});
-      continue;
+    std::string_view rest = *text;
+    for (size_t number = 1; !rest.empty(); ++number) {
+      const size_t end = rest.find('\n');
+      if (end == std::string_view::npos) {
+        break; // a writer that died mid-line; never acknowledged
+      }
+      const std::string_view line = rest.substr(0, end);
+      rest.remove_prefix(end + 1);
+      if (line.empty()) {
+        continue;
+      }
+      auto manifest = parse_reverse_line(line, input.algorithm);
+      if (!manifest) {
+        problems.push_back({relative, number, "not a reverse index line (a manifest's digest)"});
+        continue;
+      }
+      if (seen.insert(manifest->hex).second) {
+        uses.push_back({std::move(*manifest)});
+      }
     }
-    if (seen.insert(manifest->hex).second) {
-      uses.push_back({std::move(*manifest)});
+  }
+  // Then the journal's, newer than any folded line.
+  const JournalIndex& index = **journal;
+  if (auto it = index.by_input.find(input.hex); it != index.by_input.end()) {
+    for (const std::uint32_t i : it->second) {
+      const std::string_view manifest = index.contents.entries[i].manifest;
+      if (seen.insert(std::string(manifest)).second) {
+        uses.push_back({DigestKey{input.algorithm, std::string(manifest)}});
+      }
     }
+  }
+  for (const size_t number : index.contents.unreadable) {
+    problems.push_back({layout::input_journal(input.algorithm), number, "not a journal line (manifest and inputs)"});
   }
   return uses;
 }
@@ -632,6 +774,16 @@ DirectoryStore::find_by_prefix(digest::Algorithm algorithm, std::string_view pre
           && util::is_lower_hex(name.substr(0, length), length)) {
         found.emplace(name.substr(0, length));
       }
+    }
+  }
+  // Inputs not yet folded out of the journal have no file of their own.
+  auto journal = input_journal(algorithm);
+  if (!journal) {
+    return journal.error();
+  }
+  for (const auto& [input, entries] : (*journal)->by_input) {
+    if (input.starts_with(prefix)) {
+      found.emplace(input);
     }
   }
   std::vector<DigestKey> keys;

@@ -3,6 +3,7 @@
 #include <fingerprint/store/digest_key.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/store/index_pack.hpp>
+#include <fingerprint/store/input_journal.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
@@ -10,9 +11,11 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fingerprint::store {
@@ -96,6 +99,13 @@ public:
                                                   size_t limit) const override;
   Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
                                                         std::vector<LogProblem>& problems) const override;
+
+  // Folds inputs/<algorithm>/journal into the reverse index files
+  // (input_journal.hpp) under its exclusive lock; the manifests it held
+  // (0 when there was none). Lines that cannot be read stay in it.
+  Expected<std::size_t> fold_input_journal(digest::Algorithm algorithm) const;
+  // Every algorithm's (gc, fsck --repair, migrations).
+  Expected<std::size_t> fold_input_journals() const;
 
   // Every artifact log, sorted by key (files that are not named like a
   // log are left for fsck).
@@ -208,8 +218,18 @@ private:
                                                 const EventFilter& drop,
                                                 bool dry_run) const;
 
+  // An algorithm's journal as a query reads it: once per process.
+  struct JournalIndex
+  {
+    std::string text;
+    JournalContents contents; // views into `text`
+    std::unordered_map<std::string_view, std::vector<std::uint32_t>> by_input;
+  };
+  Expected<const JournalIndex*> input_journal(digest::Algorithm algorithm) const;
+
   std::string m_root;
   util::Fd m_root_fd;
+  mutable std::map<digest::Algorithm, std::shared_ptr<const JournalIndex>> m_journals;
   mutable std::shared_ptr<const IndexPack> m_pack;
   mutable bool m_pack_tried = false;
 };

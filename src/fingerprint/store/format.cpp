@@ -8,7 +8,8 @@ namespace fingerprint::store {
 namespace {
 
 constexpr std::string_view k_layout = "objects/<algorithm>/<2 hex>/<hex>.jsonl; builds/<project>/<build id>.jsonl; "
-                                      "manifests/<algorithm>/<2 hex>/<hex>; inputs/<algorithm>/<2 hex>/<hex>";
+                                      "manifests/<algorithm>/<2 hex>/<hex>; inputs/<algorithm>/<2 hex>/<hex>; "
+                                      "inputs/<algorithm>/journal";
 
 } // namespace
 

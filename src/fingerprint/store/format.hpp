@@ -16,8 +16,12 @@ namespace fingerprint::store {
 // as it is (its consumed events are link edges), and the first write to it
 // rewrites its format file to say 2 (upgrade_format_file), so that a
 // runner that knows format 1 only refuses a store it would misread.
+//
+// Format 3 adds inputs/<algorithm>/journal (input_journal.hpp): the reverse
+// index's lines of the newest manifests, which a runner of format 2 would
+// not read. A format-2 store reads as it is and is raised to 3 likewise.
 inline constexpr int k_oldest_supported_format = 1;
-inline constexpr int k_current_format = 2;
+inline constexpr int k_current_format = 3;
 
 inline constexpr std::string_view k_format_file = "fingerprint-store.json";
 

@@ -683,6 +683,14 @@ DirectoryStore::fsck(const FsckOptions& options) const
     return report; // no store yet: nothing to check
   }
   const int root_fd = m_root_fd.get();
+  // The journal's lines into the reverse index files first: what is
+  // checked and mended below is then the files (input_journal.hpp).
+  if (options.repair) {
+    if (auto folded = fold_input_journals(); !folded) {
+      report.warnings.push_back(std::string(layout::k_inputs) + ": the journal could not be folded ("
+                                + folded.error().message + "); it was checked as it is");
+    }
+  }
   const layout::Walk listing = layout::walk(root_fd, layout::WalkScope::everything);
   if (!listing.errors.empty()) {
     const auto& error = listing.errors.front();
@@ -742,6 +750,8 @@ DirectoryStore::fsck(const FsckOptions& options) const
           ++report.reverse_indexes;
           reverse_files[file.key.str()] = i;
           break;
+        case FileKind::input_journal:
+          break;
         case FileKind::provenance:
         case FileKind::stray:
           break;
@@ -782,6 +792,54 @@ DirectoryStore::fsck(const FsckOptions& options) const
         }
       } else if (text->empty() && !refused) {
         empties.push_back(i);
+      } else if (file.kind == FileKind::input_journal) {
+        const JournalContents journal = parse_journal(*text, file.key.algorithm);
+        report.journaled_manifests += journal.entries.size();
+        if (journal.torn_tail) {
+          report.findings.push_back({file.relative,
+                                     journal.entries.size() + journal.unreadable.size() + 1,
+                                     "torn last line (a writer died mid-write)",
+                                     FsckKind::torn_line,
+                                     {}});
+        }
+        for (const size_t number : journal.unreadable) {
+          report.findings.push_back(
+            {file.relative, number, "unreadable line: not a journal line (manifest and inputs)", FsckKind::damage, {}});
+        }
+        for (const JournalEntry& entry : journal.entries) {
+          const DigestKey listed{file.key.algorithm, std::string(entry.manifest)};
+          const std::string manifest = listed.str();
+          const bool sound = sound_manifests.contains(manifest);
+          for (const std::string_view input : entry.inputs) {
+            const std::uint64_t hash = reverse_hash(DigestKey{file.key.algorithm, std::string(input)}, listed.hex);
+            present.insert(hash);
+            if (sound && !is_needed(hash)) {
+              report.findings.push_back(
+                {file.relative,
+                 entry.line,
+                 "names input manifest " + manifest + " for input " + std::string(input) + ", which it does not list",
+                 FsckKind::damage,
+                 {}});
+              break;
+            }
+          }
+          if (bad_manifests.contains(manifest)) {
+            report.findings.push_back({file.relative,
+                                       entry.line,
+                                       "names input manifest " + manifest + ", which is damaged",
+                                       FsckKind::damage,
+                                       {}});
+          } else if (!sound && !exists_below(root_fd, layout::manifest_file(listed))) {
+            report.findings.push_back(
+              {file.relative,
+               entry.line,
+               "names input manifest " + manifest
+                 + ", which is not in the store (left by a record call that died before storing it)",
+               FsckKind::leftover,
+               {}});
+            dangling_files.insert(i);
+          }
+        }
       } else if (file.kind == FileKind::reverse_index) {
         std::string_view rest = *text;
         for (size_t number = 1; !rest.empty(); ++number) {
@@ -1161,7 +1219,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
       }
       repair =
         *recopied ? "original moved to " + quarantined_as + "; replaced by a copy of its own" : "already repaired";
-    } else if (file->kind == FileKind::reverse_index) {
+    } else if (file->kind == FileKind::reverse_index || file->kind == FileKind::input_journal) {
       if (!change && dangling_files.contains(index) && !older_than(root_fd, file->relative, settled)) {
         for (const size_t f : findings_of[index]) {
           report.findings[f].problem += left_alone;
@@ -1169,20 +1227,31 @@ DirectoryStore::fsck(const FsckOptions& options) const
         continue;
       }
       const DigestKey& input = file->key;
-      auto keep_line = [&](std::string_view line) {
-        auto listed = parse_reverse_line(line, input.algorithm);
-        if (!listed) {
-          return false;
-        }
-        const std::string manifest = listed->str();
+      // Whether a line naming `listed` for `inputs` stays.
+      auto keep_manifest = [&](const DigestKey& listed, const std::vector<std::string_view>& inputs) {
+        const std::string manifest = listed.str();
         if (quarantined_manifests.contains(manifest) || bad_manifests.contains(manifest)) {
           return false;
         }
         if (sound_manifests.contains(manifest)) {
-          return is_needed(reverse_hash(input, listed->hex));
+          return std::all_of(inputs.begin(), inputs.end(), [&](std::string_view hex) {
+            return is_needed(reverse_hash(DigestKey{listed.algorithm, std::string(hex)}, listed.hex));
+          });
         }
         // One that appeared since the walk stays.
-        return exists_below(root_fd, layout::manifest_file(*listed));
+        return exists_below(root_fd, layout::manifest_file(listed));
+      };
+      auto keep_line = [&](std::string_view line) {
+        if (file->kind == FileKind::input_journal) {
+          std::string text(line);
+          text += '\n';
+          const JournalContents one = parse_journal(text, input.algorithm);
+          return one.entries.size() == 1
+                 && keep_manifest(DigestKey{input.algorithm, std::string(one.entries[0].manifest)},
+                                  one.entries[0].inputs);
+        }
+        auto listed = parse_reverse_line(line, input.algorithm);
+        return listed && keep_manifest(*listed, {input.hex});
       };
       auto rebuilt = rebuild_reverse(root_fd, *file, keep_line, quarantined_as);
       if (!rebuilt) {

@@ -352,6 +352,53 @@ remove_unused_manifests(const DirectoryStore& store, int root_fd, const std::vec
       (emptied ? result.reverse.removed : result.reverse.rewritten) += 1;
     }
   }
+  // And the journal's lines that name them (input_journal.hpp): a line
+  // names one manifest, so it goes whole.
+  std::map<digest::Algorithm, std::set<std::string>> going_by_algorithm;
+  for (const Going& item : going) {
+    going_by_algorithm[item.key.algorithm].insert(item.key.hex);
+  }
+  for (const auto& [algorithm, listed] : going_by_algorithm) {
+    const std::set<std::string>& hexes = listed; // captured below: clang 14 captures no binding
+    const std::string relative = layout::input_journal(algorithm);
+    bool emptied = false;
+    size_t dropped = 0;
+    auto done = detail::replace_locked(
+      root_fd,
+      relative,
+      store.root() + "/" + relative,
+      layout::TempTag::compact,
+      !dry_run,
+      [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+        std::string kept;
+        std::string_view text = log.text;
+        dropped = 0;
+        while (!text.empty()) {
+          const size_t newline = text.find('\n');
+          const std::string_view line = text.substr(0, newline == std::string_view::npos ? text.size() : newline + 1);
+          text.remove_prefix(line.size());
+          if (newline != std::string_view::npos && hexes.contains(std::string(line.substr(0, line.find(' '))))) {
+            ++dropped;
+            continue;
+          }
+          kept += line;
+        }
+        emptied = kept.empty();
+        detail::Replacement replacement;
+        if (dropped == 0 || dry_run) {
+          return replacement;
+        }
+        replacement.action = emptied ? detail::Replacement::Action::remove : detail::Replacement::Action::replace;
+        replacement.text = std::move(kept);
+        return replacement;
+      });
+    if (!done && !done.error().message.ends_with("no such log")) {
+      result.failures.push_back(done.error().message);
+      staying.insert(hexes.begin(), hexes.end());
+    } else if (done && dropped > 0) {
+      (emptied ? result.reverse.removed : result.reverse.rewritten) += 1;
+    }
+  }
   for (Going& item : going) {
     if (!staying.contains(item.key.hex)) {
       const std::string relative = layout::manifest_file(item.key);

@@ -131,6 +131,14 @@ public:
       Fd algorithm_fd;
       for (const Listed& shard : list(tree_fd.get(), algorithm.name, algorithm_dir, algorithm_fd)) {
         const std::string shard_dir = algorithm_dir + "/" + shard.name;
+        if (kind == Entry::Kind::reverse_index && shard.name == k_input_journal && shard.type == DT_REG) {
+          Entry entry;
+          entry.relative = shard_dir;
+          entry.kind = Entry::Kind::input_journal;
+          entry.key.algorithm = *digest::parse_algorithm(algorithm.name);
+          m_out.entries.push_back(std::move(entry));
+          continue;
+        }
         if (shard.type != DT_DIR) {
           stray(shard_dir, shard.name, shard.type);
           continue;
@@ -278,6 +286,17 @@ std::string
 reverse_index(const DigestKey& key)
 {
   return content_path(k_inputs, key);
+}
+
+std::string
+input_journal(digest::Algorithm algorithm)
+{
+  std::string result(k_inputs);
+  result += '/';
+  result += digest::algorithm_name(algorithm);
+  result += '/';
+  result += k_input_journal;
+  return result;
 }
 
 std::string

@@ -10,6 +10,7 @@
 //   <store>/builds/<project>/<build>.provenance.json  its provenance (provenance.hpp), written once
 //   <store>/manifests/<algorithm>/<2 hex>/<hex>        an input manifest (manifest.hpp)
 //   <store>/inputs/<algorithm>/<2 hex>/<hex>           the manifests that list an input
+//   <store>/inputs/<algorithm>/journal                 manifests not yet in those (input_journal.hpp)
 //   <store>/quarantine/<run>/...                      what fsck --repair set aside
 //
 // Not part of the store's interface: the PostgreSQL store has no files.
@@ -33,6 +34,7 @@ inline constexpr std::string_view k_quarantine = "quarantine";
 // fsck --repair exclusively while it mends one-sided events.
 inline constexpr std::string_view k_change_lock = "change.lock";
 inline constexpr std::string_view k_log_suffix = ".jsonl";
+inline constexpr std::string_view k_input_journal = "journal";
 inline constexpr std::string_view k_provenance_suffix = ".provenance.json";
 
 // objects/<algorithm>/<first 2 hex>/<hex>.jsonl
@@ -43,6 +45,9 @@ std::string manifest_file(const DigestKey& key);
 // inputs/<algorithm>/<first 2 hex>/<hex>: one reverse_line() per manifest
 // that lists the artifact `key`.
 std::string reverse_index(const DigestKey& key);
+// inputs/<algorithm>/journal: one journal_line() per manifest stored since
+// the last fold (input_journal.hpp).
+std::string input_journal(digest::Algorithm algorithm);
 
 // builds/<project>/<build>.jsonl, each name encoded as one component.
 std::string build_index(const BuildRef& build);
@@ -81,12 +86,13 @@ struct Entry
     build_index,
     manifest,      // manifests/<algorithm>/<2 hex>/<hex>
     reverse_index, // inputs/<algorithm>/<2 hex>/<hex>
+    input_journal, // inputs/<algorithm>/journal
     provenance,    // builds/<project>/<build>.provenance.json
     stray,         // not a log: a leftover temporary file, a symbolic link, ...
   };
   std::string relative; // below the root
   Kind kind = Kind::stray;
-  DigestKey key;  // artifact_log, manifest, reverse_index (the input's)
+  DigestKey key;  // artifact_log, manifest, reverse_index (the input's); input_journal: its algorithm
   BuildRef build; // build_index, provenance, decoded
   std::string why_stray;
   bool leftover = false; // a stray that is an interrupted writer's temporary file

@@ -121,8 +121,9 @@ struct Appended
   std::string relative; // the log, below the root
   dev_t device = 0;     // the file it was written to
   ino_t inode = 0;
-  off_t start = 0;   // where the bytes begin
-  std::string bytes; // exactly what was written
+  off_t start = 0;      // where the bytes begin
+  off_t size_after = 0; // the log's size once they were written (others may have written since)
+  std::string bytes;    // exactly what was written
 };
 
 // Takes a completed batch back out of its log: truncated off when nothing

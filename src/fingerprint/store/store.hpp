@@ -87,11 +87,12 @@ struct FsckFinding
 
 struct FsckReport
 {
-  size_t logs = 0;            // artifact logs read
-  size_t build_indexes = 0;   // build index files read
-  size_t manifests = 0;       // input manifests read
-  size_t reverse_indexes = 0; // reverse index files (inputs/) read
-  size_t events = 0;          // readable events in them
+  size_t logs = 0;                // artifact logs read
+  size_t build_indexes = 0;       // build index files read
+  size_t manifests = 0;           // input manifests read
+  size_t reverse_indexes = 0;     // reverse index files (inputs/) read
+  size_t journaled_manifests = 0; // manifests in the reverse index's journal, not yet folded
+  size_t events = 0;              // readable events in them
   std::vector<FsckFinding> findings;
   size_t repaired = 0;        // findings that --repair dealt with
   size_t events_restored = 0; // events a rebuilt log got back from its counterparts

@@ -16,8 +16,11 @@
 
 #include "temp_dir.hpp"
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
+#include <thread>
 #include <tuple>
 #include <unistd.h>
 #include <zlib.h>
@@ -342,14 +345,15 @@ findings_text(const FsckReport& report)
   return text;
 }
 
-TEST(ManifestStore, ANewStoreIsFormat2AndNamesTheNewTrees)
+TEST(ManifestStore, ANewStoreIsFormat3AndNamesTheNewTrees)
 {
   TempDir dir;
   writable(dir);
   const auto format = nlohmann::json::parse(test::read_file(dir / "store/fingerprint-store.json"));
-  EXPECT_EQ(format["format"], 2);
+  EXPECT_EQ(format["format"], 3);
   EXPECT_NE(format["layout"].get<std::string>().find("manifests/"), std::string::npos);
   EXPECT_NE(format["layout"].get<std::string>().find("inputs/"), std::string::npos);
+  EXPECT_NE(format["layout"].get<std::string>().find("inputs/<algorithm>/journal"), std::string::npos);
   EXPECT_EQ(k_oldest_supported_format, 1);
 }
 
@@ -369,7 +373,7 @@ TEST(ManifestStore, AFormat1StoreReadsAsItIsAndItsFirstWriteUpgradesIt)
 
   writable(dir);
   const auto format = nlohmann::json::parse(test::read_file(dir / "store/fingerprint-store.json"));
-  EXPECT_EQ(format["format"], 2);
+  EXPECT_EQ(format["format"], k_current_format);
   EXPECT_EQ(format["created"], "2026-01-02T03:04:05.000Z") << "the store keeps its creation time";
   EXPECT_TRUE(format.contains("upgraded"));
   EXPECT_NE(format["layout"].get<std::string>().find("manifests/"), std::string::npos);
@@ -394,23 +398,51 @@ TEST(ManifestStore, TheWalkListsManifestsAndReverseIndexesAndTheirLeftovers)
   const std::string manifest = layout::manifest_file(recorded.manifest);
   test::write_file(dir / ("store/" + manifest + ".tmp.123.456"), "half a manifest");
   util::Fd root(::open((dir / "store").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  const layout::Walk walk = layout::walk(root.get(), layout::WalkScope::manifests);
-  EXPECT_TRUE(walk.errors.empty());
-  size_t manifests = 0;
-  size_t reverse = 0;
-  size_t leftovers = 0;
-  for (const auto& entry : walk.entries) {
-    manifests += entry.kind == layout::Entry::Kind::manifest ? 1 : 0;
-    reverse += entry.kind == layout::Entry::Kind::reverse_index ? 1 : 0;
-    leftovers += entry.leftover ? 1 : 0;
-    EXPECT_FALSE(entry.kind == layout::Entry::Kind::artifact_log) << entry.relative << ": not in objects/";
-    if (entry.kind == layout::Entry::Kind::manifest) {
-      EXPECT_EQ(entry.key, recorded.manifest);
+  struct Counts
+  {
+    size_t manifests = 0;
+    size_t reverse = 0;
+    size_t journals = 0;
+    size_t leftovers = 0;
+    size_t strays = 0;
+  };
+  auto count = [&] {
+    const layout::Walk walk = layout::walk(root.get(), layout::WalkScope::manifests);
+    EXPECT_TRUE(walk.errors.empty());
+    Counts counts;
+    for (const auto& entry : walk.entries) {
+      counts.manifests += entry.kind == layout::Entry::Kind::manifest ? 1 : 0;
+      counts.reverse += entry.kind == layout::Entry::Kind::reverse_index ? 1 : 0;
+      counts.journals += entry.kind == layout::Entry::Kind::input_journal ? 1 : 0;
+      counts.leftovers += entry.leftover ? 1 : 0;
+      counts.strays += entry.kind == layout::Entry::Kind::stray && !entry.leftover ? 1 : 0;
+      EXPECT_FALSE(entry.kind == layout::Entry::Kind::artifact_log) << entry.relative << ": not in objects/";
+      if (entry.kind == layout::Entry::Kind::manifest) {
+        EXPECT_EQ(entry.key, recorded.manifest);
+      }
+      if (entry.kind == layout::Entry::Kind::input_journal) {
+        EXPECT_EQ(entry.relative, "inputs/sha256/journal");
+        EXPECT_EQ(entry.key.algorithm, digest::Algorithm::sha256);
+      }
     }
-  }
-  EXPECT_EQ(manifests, 1U);
-  EXPECT_EQ(reverse, 5U); // one per input of sample_manifest()
-  EXPECT_EQ(leftovers, 1U);
+    return counts;
+  };
+  Counts counts = count();
+  EXPECT_EQ(counts.manifests, 1U);
+  EXPECT_EQ(counts.reverse, 0U); // in the journal until it is folded
+  EXPECT_EQ(counts.journals, 1U);
+  EXPECT_EQ(counts.leftovers, 1U);
+  EXPECT_EQ(counts.strays, 0U);
+  ASSERT_TRUE(store.fold_input_journals());
+  counts = count();
+  EXPECT_EQ(counts.reverse, 5U); // one per input of sample_manifest()
+  EXPECT_EQ(counts.journals, 0U);
+  // A file called so elsewhere is no journal.
+  test::write_file(dir / "store/inputs/sha256/aa/journal", "");
+  test::write_file(dir / "store/manifests/sha256/journal", "");
+  counts = count();
+  EXPECT_EQ(counts.journals, 0U);
+  EXPECT_EQ(counts.strays, 2U);
 }
 
 TEST(ManifestStore, FsckFindsNothingWrongInAHealthyStoreAndCountsManifests)
@@ -419,10 +451,16 @@ TEST(ManifestStore, FsckFindsNothingWrongInAHealthyStoreAndCountsManifests)
   const auto store = writable(dir);
   record_one(store, '8', "1", sample_manifest());
   record_one(store, '9', "1", sample_manifest()); // the same inputs: one manifest, two users
-  const FsckReport report = checked(store);
+  FsckReport report = checked(store);
   EXPECT_TRUE(report.findings.empty()) << findings_text(report);
   EXPECT_EQ(report.manifests, 1U);
+  EXPECT_EQ(report.reverse_indexes, 0U);
+  EXPECT_EQ(report.journaled_manifests, 1U); // the second call found the manifest stored: no second line
+  ASSERT_TRUE(store.fold_input_journals());
+  report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
   EXPECT_EQ(report.reverse_indexes, 5U);
+  EXPECT_EQ(report.journaled_manifests, 0U);
   EXPECT_EQ(report.logs, 3U);   // both products' and the manifest's
   EXPECT_EQ(report.events, 6U); // each produced event three times
 }
@@ -456,6 +494,7 @@ TEST(ManifestStore, FsckMendsTheReverseIndexAndTheManifestLogCopy)
   TempDir dir;
   const auto store = writable(dir);
   const Recorded recorded = record_one(store, '8', "1", sample_manifest());
+  ASSERT_TRUE(store.fold_input_journals());
   // A line of a call that died before its manifest; a lost line; a lost copy.
   const std::string liba = dir / ("store/" + layout::reverse_index({digest::Algorithm::sha256, hex_of('a')}));
   const std::string liba_before = test::read_file(liba);
@@ -493,6 +532,7 @@ TEST(ManifestStore, GcRemovesAManifestLeftWithoutUsersAndKeepsAShared)
   const Recorded shared_old = record_one(store, '8', "1", sample_manifest());
   const Recorded shared_new = record_one(store, '8', "2", sample_manifest());
   ASSERT_EQ(shared_old.manifest, shared_new.manifest);
+  ASSERT_TRUE(store.fold_input_journals()); // the reverse index files (the journal's case is below)
 
   GcPlan plan;
   plan.dropped = {{"app", "app_f", "1"}, {"app", "app_8", "1"}};
@@ -559,6 +599,258 @@ TEST(ManifestStore, AManifestLeftShortIsWrittenAgainAndQueriesGoOnWithoutIt)
   EXPECT_EQ(record->consumers.size(), 2U);
   EXPECT_TRUE(record->problems.empty());
   (void)second;
+}
+
+} // namespace
+} // namespace fingerprint::store
+
+namespace fingerprint::store {
+namespace {
+
+// The inputs' hex of a manifest of `count` inputs, each its own, from `seed`.
+Manifest
+wide_manifest(size_t count, unsigned seed)
+{
+  Manifest manifest;
+  for (size_t i = 0; i < count; ++i) {
+    char hex[65];
+    std::snprintf(hex, sizeof hex, "%08x%056zx", seed, i);
+    manifest.entries.push_back({Role::compile, hex, i, "/src/h" + std::to_string(i) + ".hpp"});
+  }
+  normalize(manifest);
+  return manifest;
+}
+
+std::vector<DigestKey>
+uses_of(const DirectoryStore& store, const std::string& hex)
+{
+  std::vector<LogProblem> problems;
+  auto uses = store.find_manifest_uses({digest::Algorithm::sha256, hex}, problems);
+  EXPECT_TRUE(uses) << uses.error().message;
+  EXPECT_TRUE(problems.empty()) << problems.front().file << ": " << problems.front().message;
+  std::vector<DigestKey> keys;
+  for (const ManifestUse& use : uses ? *uses : std::vector<ManifestUse>()) {
+    keys.push_back(use.manifest);
+  }
+  return keys;
+}
+
+// Storing a manifest writes one journal line for all its inputs, not a
+// reverse index file per input, and every reader finds it from each input.
+TEST(InputJournal, AManifestIsOneJournalLineAndEachOfItsInputsFindsIt)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  const Recorded recorded = record_one(store, '8', "1", sample_manifest());
+  const std::string journal = test::read_file(dir / "store/inputs/sha256/journal");
+  EXPECT_EQ(journal, journal_line(recorded.manifest, sample_manifest()) + "\n");
+  std::string expected = recorded.manifest.hex;
+  for (const ManifestEntry& entry : sample_manifest().entries) {
+    expected += " " + entry.hex;
+  }
+  EXPECT_EQ(journal, expected + "\n") << "each input once, in the manifest's order";
+  EXPECT_EQ(std::count(journal.begin(), journal.end(), ' '), 5);
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "store/inputs")) {
+    files += entry.is_regular_file() ? 1 : 0;
+  }
+  EXPECT_EQ(files, 1U) << "the journal alone";
+  for (const char input : {'a', 'b', 'c', 'd', 'e'}) {
+    EXPECT_EQ(uses_of(writable(dir), hex_of(input)), std::vector<DigestKey>{recorded.manifest}) << input;
+  }
+  EXPECT_TRUE(uses_of(store, hex_of('f')).empty());
+  auto found = store.find_by_prefix(digest::Algorithm::sha256, "dd", 10);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(*found, (std::vector<DigestKey>{DigestKey{digest::Algorithm::sha256, hex_of('d')}}));
+  auto record = load_record(store, {digest::Algorithm::sha256, hex_of('b')});
+  ASSERT_TRUE(record) << record.error().message;
+  ASSERT_EQ(record->consumers.size(), 1U);
+  EXPECT_EQ(record->consumers.front().product, recorded.product.str());
+}
+
+// A fold appends each input's lines once, in the order the manifests were
+// stored, then removes the journal; answers are the same before and after,
+// and a reader that read the journal before the fold still answers.
+TEST(InputJournal, AFoldMovesEachInputsLinesIntoItsFileInOrderAndRemovesTheJournal)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  Manifest second = sample_manifest();
+  second.entries.push_back({Role::compile, hex_of('1'), 5, "/src/b.cpp"});
+  normalize(second);
+  const Recorded one = record_one(store, '8', "1", sample_manifest());
+  const Recorded two = record_one(store, '9', "1", second);
+  const auto early = writable(dir);
+  const std::vector<DigestKey> both{one.manifest, two.manifest};
+  ASSERT_EQ(uses_of(early, hex_of('a')), both); // reads the journal now
+
+  auto folded = store.fold_input_journals();
+  ASSERT_TRUE(folded) << folded.error().message;
+  EXPECT_EQ(*folded, 2U);
+  EXPECT_FALSE(std::filesystem::exists(dir / "store/inputs/sha256/journal"));
+  EXPECT_EQ(test::read_file(dir / ("store/" + layout::reverse_index({digest::Algorithm::sha256, hex_of('a')}))),
+            reverse_line(one.manifest) + "\n" + reverse_line(two.manifest) + "\n");
+  EXPECT_EQ(test::read_file(dir / ("store/" + layout::reverse_index({digest::Algorithm::sha256, hex_of('1')}))),
+            reverse_line(two.manifest) + "\n");
+  EXPECT_EQ(uses_of(early, hex_of('a')), both);
+  EXPECT_EQ(uses_of(store, hex_of('a')), both);
+  EXPECT_EQ(uses_of(writable(dir), hex_of('1')), std::vector<DigestKey>{two.manifest});
+  folded = store.fold_input_journals();
+  ASSERT_TRUE(folded);
+  EXPECT_EQ(*folded, 0U) << "nothing left to fold";
+  const FsckReport report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+  EXPECT_EQ(report.reverse_indexes, 6U);
+}
+
+// The writer whose line takes the journal past its bound folds it: each
+// input's lines in one append (the 2,000 shared inputs get a file each, with
+// a line per manifest).
+TEST(InputJournal, TheWriterThatOutgrowsTheJournalFoldsIt)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  const size_t shared = 2000; // a line of about 130 KB
+  const Manifest common = wide_manifest(shared, 0);
+  auto manifest_of = [&](size_t i) {
+    Manifest manifest = common;
+    manifest.entries.push_back(wide_manifest(1, static_cast<unsigned>(i + 1)).entries.front());
+    manifest.entries.back().path = "/src/own" + std::to_string(i) + ".cpp";
+    normalize(manifest);
+    return manifest;
+  };
+  std::vector<DigestKey> keys;
+  const std::string journal = dir / "store/inputs/sha256/journal";
+  while (keys.size() * (shared + 2) * 65 <= k_journal_fold_bytes) {
+    keys.push_back(record_one(store, 'a', std::to_string(keys.size()), manifest_of(keys.size())).manifest);
+    if (keys.size() * (shared + 2) * 65 <= k_journal_fold_bytes) {
+      ASSERT_TRUE(std::filesystem::exists(journal)) << "folded before its bound, at " << keys.size();
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(journal)) << "not folded past its bound";
+  EXPECT_EQ(uses_of(store, common.entries[1234].hex), keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(uses_of(store, wide_manifest(1, static_cast<unsigned>(i + 1)).entries.front().hex),
+              std::vector<DigestKey>{keys[i]});
+  }
+  const FsckReport report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+  EXPECT_EQ(report.reverse_indexes, shared + keys.size());
+}
+
+// Writers append while another folds, over and over: no manifest is lost
+// from any of its inputs (an appender that waited for the fold's lock
+// finds the journal gone and starts a new one).
+TEST(InputJournal, AppendsDuringFoldsLoseNothing)
+{
+  TempDir dir;
+  writable(dir);
+  constexpr int k_writers = 3;
+  constexpr int k_each = 40;
+  std::vector<std::vector<DigestKey>> keys(k_writers);
+  std::atomic<bool> done{false};
+  std::thread folder([&] {
+    const auto store = writable(dir);
+    while (!done.load()) {
+      auto folded = store.fold_input_journals();
+      EXPECT_TRUE(folded) << folded.error().message;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int w = 0; w < k_writers; ++w) {
+    writers.emplace_back([&, w] {
+      const auto store = writable(dir);
+      for (int i = 0; i < k_each; ++i) {
+        Manifest manifest = wide_manifest(20, static_cast<unsigned>(w * 1000 + i));
+        manifest.entries.push_back({Role::link, hex_of('a'), 1, "/lib/shared.a"});
+        normalize(manifest);
+        const std::string bytes = encode(manifest);
+        auto key = manifest_key(manifest.algorithm, bytes);
+        ASSERT_TRUE(key);
+        auto put = store.put_manifest(*key, bytes, manifest);
+        ASSERT_TRUE(put) << put.error().message;
+        keys[w].push_back(*key);
+      }
+    });
+  }
+  for (auto& writer : writers) {
+    writer.join();
+  }
+  done = true;
+  folder.join();
+  const auto store = writable(dir);
+  const std::vector<DigestKey> shared = uses_of(store, hex_of('a'));
+  EXPECT_EQ(shared.size(), static_cast<size_t>(k_writers * k_each));
+  for (int w = 0; w < k_writers; ++w) {
+    for (int i = 0; i < k_each; ++i) {
+      EXPECT_NE(std::find(shared.begin(), shared.end(), keys[w][i]), shared.end()) << w << " " << i;
+      const Manifest manifest = wide_manifest(20, static_cast<unsigned>(w * 1000 + i));
+      EXPECT_EQ(uses_of(store, manifest.entries[static_cast<size_t>(i) % 20].hex), std::vector<DigestKey>{keys[w][i]});
+    }
+  }
+}
+
+// fsck reads the journal as the reverse index it stands for: its damage and
+// its lines for manifests not in the store are findings; --repair folds it,
+// sets aside what cannot be read (a copy in the quarantine) and drops the
+// line of a manifest that never came.
+TEST(InputJournal, FsckChecksTheJournalAndRepairFoldsIt)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  const Recorded recorded = record_one(store, '8', "1", sample_manifest());
+  const std::string journal = dir / "store/inputs/sha256/journal";
+  const std::string good = test::read_file(journal);
+  test::write_file(
+    journal, good + "not a journal line\n" + hex_of('7') + " " + hex_of('c') + "\n" + hex_of('6') + " " + hex_of('c'));
+  FsckReport report = checked(store);
+  std::string text = findings_text(report);
+  EXPECT_EQ(report.journaled_manifests, 2U) << text;
+  ASSERT_EQ(report.findings.size(), 3U) << text;
+  EXPECT_NE(text.find("inputs/sha256/journal: unreadable line: not a journal line"), std::string::npos) << text;
+  EXPECT_NE(text.find("names input manifest sha256:" + hex_of('7') + ", which is not in the store"), std::string::npos)
+    << text;
+  EXPECT_NE(text.find("torn last line"), std::string::npos) << text;
+
+  report = checked(store, true);
+  text = findings_text(report);
+  EXPECT_FALSE(std::filesystem::exists(journal)) << text;
+  EXPECT_FALSE(report.quarantine.empty()) << text;
+  EXPECT_EQ(test::read_file(dir / ("store/" + report.quarantine + "/inputs/sha256/journal")), "not a journal line\n")
+    << "what could not be read is kept";
+  EXPECT_EQ(uses_of(store, hex_of('c')), std::vector<DigestKey>{recorded.manifest});
+  report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+  EXPECT_EQ(report.reverse_indexes, 5U);
+}
+
+// gc takes the journal's line of a manifest it removes, as it takes the
+// reverse index files' lines.
+TEST(InputJournal, GcTakesTheJournalLineOfAManifestItRemoves)
+{
+  TempDir dir;
+  const auto store = writable(dir);
+  Manifest own = sample_manifest();
+  own.entries.push_back({Role::compile, hex_of('1'), 5, "/src/old.cpp"});
+  normalize(own);
+  const Recorded old_one = record_one(store, 'f', "1", own);
+  const Recorded kept = record_one(store, '8', "1", sample_manifest());
+  GcPlan plan;
+  plan.dropped = {{"app", "app_f", "1"}};
+  const GcResult dry = apply_gc(store, plan, true);
+  EXPECT_EQ(dry.reverse_indexes.rewritten, 1U);
+  EXPECT_EQ(test::read_file(dir / "store/inputs/sha256/journal"),
+            journal_line(old_one.manifest, own) + "\n" + journal_line(kept.manifest, sample_manifest()) + "\n")
+    << "a dry run changes nothing";
+  const GcResult result = apply_gc(store, plan, false);
+  EXPECT_TRUE(result.failures.empty()) << result.failures.front();
+  EXPECT_EQ(result.manifests.removed, 1U);
+  EXPECT_EQ(test::read_file(dir / "store/inputs/sha256/journal"),
+            journal_line(kept.manifest, sample_manifest()) + "\n");
+  EXPECT_EQ(uses_of(writable(dir), hex_of('a')), std::vector<DigestKey>{kept.manifest});
+  EXPECT_TRUE(uses_of(writable(dir), hex_of('1')).empty());
+  const FsckReport report = checked(store);
+  EXPECT_TRUE(report.findings.empty()) << findings_text(report);
 }
 
 } // namespace
