@@ -239,6 +239,29 @@ def reverse_index(*paths):
             print(raw.hex() if len(raw) == 32 else "not-a-digest:" + line.hex())
 
 
+def journal(*paths):
+    """Each line of the reverse index's journals PATHS as the hex digests it
+    holds, the manifest's first, separated by spaces: a line is the raw
+    digests one after the other, each newline byte written as a backslash
+    and 'n', each backslash as two."""
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        for line in data.split(b"\n")[:-1]:
+            raw, i = bytearray(), 0
+            while i < len(line):
+                if line[i:i + 1] == b"\\":
+                    raw += b"\n" if line[i + 1:i + 2] == b"n" else b"\\"
+                    i += 2
+                else:
+                    raw += line[i:i + 1]
+                    i += 1
+            if len(raw) % 32:
+                print("not-a-journal-line:" + line.hex())
+            else:
+                print(" ".join(raw[j:j + 32].hex() for j in range(0, len(raw), 32)))
+
+
 def deep_array():
     """One JSON line of 10,000 nested arrays."""
     sys.stdout.write("[" * 10000 + "]" * 10000 + "\n")
@@ -277,7 +300,7 @@ def silent_listener():
 
 def main(argv):
     commands = {f.__name__.replace("_", "-"): f for f in (
-        json_each, jsonl_lines, page_summary, json_get, json_set, random_bytes, reverse_index, deep_array, deep_object,
+        json_each, jsonl_lines, page_summary, json_get, json_set, random_bytes, reverse_index, journal, deep_array, deep_object,
         url_quote, free_port, silent_listener)}
     if len(argv) < 2 or argv[1] not in commands:
         sys.exit(f"usage: {argv[0]} {{{'|'.join(commands)}}} [ARG...]")

@@ -113,7 +113,7 @@ unexpected=$(cd "$S" 2>&1 && find . -regextype posix-extended -type f ! -name fi
   ! -regex '\./(manifests|inputs)/sha256/([0-9a-f]{2})/\2[0-9a-f]{62}' ! -path ./inputs/sha256/journal) || true
 expect_eq "$unexpected" "" "the store holds no files outside the documented layout"
 expect_eq "$(find "$S/manifests" -type f | wc -l)" 2 "two input manifests: app's and tool's"
-expect_eq "$(cut -d' ' -f1 "$S/inputs/sha256/journal" | sort | paste -sd' ')" \
+expect_eq "$(python3 "$CHECKS" journal "$S/inputs/sha256/journal" | cut -d' ' -f1 | sort | paste -sd' ')" \
   "$(find "$S/manifests" -type f -printf '%f\n' | sort | paste -sd' ')" \
   "the reverse index's journal: one line each for tool's and app's manifests"
 run "$FP" --store "$S" fsck --repair

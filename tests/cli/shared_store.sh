@@ -95,6 +95,7 @@ expect_eq "$(grep -c . "$index" || true)" 2 "build app/b1's index holds B's even
 owner_has() { # FILE UID TEXT WHAT (a reverse index's lines are read as the manifests they name)
   local read=(cat)
   [[ $1 == */inputs/*/??/* ]] && read=(checks_py reverse-index)
+  [[ $1 == */inputs/*/journal ]] && read=(checks_py journal)
   if [[ $(stat -c %u "$1") == "$2" ]] && "${read[@]}" "$1" | grep -qF -- "$3"; then
     _result 1 "$4"
   else

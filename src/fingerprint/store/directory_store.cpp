@@ -665,8 +665,7 @@ DirectoryStore::input_journal(digest::Algorithm algorithm) const
       if (!text) {
         return make_error(m_root + "/" + relative, text.error().message);
       }
-      index->text = std::move(*text);
-      index->contents = parse_journal(index->text, algorithm);
+      index->contents = parse_journal(*text, algorithm);
       for (std::uint32_t i = 0; i < index->contents.entries.size(); ++i) {
         for (const std::string_view input : index->contents.entries[i].inputs) {
           index->by_input[input].push_back(i);

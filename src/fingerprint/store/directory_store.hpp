@@ -221,8 +221,7 @@ private:
   // An algorithm's journal as a query reads it: once per process.
   struct JournalIndex
   {
-    std::string text;
-    JournalContents contents; // views into `text`
+    JournalContents contents;
     std::unordered_map<std::string_view, std::vector<std::uint32_t>> by_input;
   };
   Expected<const JournalIndex*> input_journal(digest::Algorithm algorithm) const;

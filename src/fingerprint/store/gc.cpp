@@ -1,5 +1,6 @@
 #include <fingerprint/store/directory_store.hpp>
 #include <fingerprint/store/gc.hpp>
+#include <fingerprint/store/input_journal.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/time_check.hpp>
@@ -360,6 +361,7 @@ remove_unused_manifests(const DirectoryStore& store, int root_fd, const std::vec
   }
   for (const auto& [algorithm, listed] : going_by_algorithm) {
     const std::set<std::string>& hexes = listed; // captured below: clang 14 captures no binding
+    const digest::Algorithm journal_algorithm = algorithm;
     const std::string relative = layout::input_journal(algorithm);
     bool emptied = false;
     size_t dropped = 0;
@@ -377,7 +379,8 @@ remove_unused_manifests(const DirectoryStore& store, int root_fd, const std::vec
           const size_t newline = text.find('\n');
           const std::string_view line = text.substr(0, newline == std::string_view::npos ? text.size() : newline + 1);
           text.remove_prefix(line.size());
-          if (newline != std::string_view::npos && hexes.contains(std::string(line.substr(0, line.find(' '))))) {
+          const JournalContents one = parse_journal(line, journal_algorithm);
+          if (one.entries.size() == 1 && hexes.contains(std::string(one.entries.front().manifest))) {
             ++dropped;
             continue;
           }

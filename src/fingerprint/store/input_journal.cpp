@@ -8,16 +8,14 @@ namespace fingerprint::store {
 std::string
 journal_line(const DigestKey& key, const Manifest& manifest)
 {
-  std::string line;
-  line.reserve((manifest.entries.size() + 1) * (key.hex.size() + 1));
-  line += key.hex;
+  std::string line = reverse_line(key);
+  line.reserve((manifest.entries.size() + 1) * (line.size() + 2));
   // An input read at two paths, or in two roles, is indexed once.
   std::unordered_set<std::string_view> seen;
   seen.reserve(manifest.entries.size());
   for (const ManifestEntry& entry : manifest.entries) {
     if (seen.insert(entry.hex).second) {
-      line += ' ';
-      line += entry.hex;
+      line += reverse_line(DigestKey{key.algorithm, entry.hex});
     }
   }
   return line;
@@ -27,35 +25,44 @@ JournalContents
 parse_journal(std::string_view text, digest::Algorithm algorithm)
 {
   JournalContents out;
-  const size_t width = 2 * digest::digest_size(algorithm);
+  const size_t digest_bytes = digest::digest_size(algorithm);
+  // The raw bytes are never more than the text: the views below stay valid.
+  out.hex.reserve(2 * text.size() + 1);
+  std::string raw;
   for (size_t number = 1; !text.empty(); ++number) {
     const size_t newline = text.find('\n');
     if (newline == std::string_view::npos) {
       out.torn_tail = true;
       break;
     }
-    std::string_view line = text.substr(0, newline);
+    const std::string_view line = text.substr(0, newline);
     text.remove_prefix(newline + 1);
     if (line.empty()) {
       continue;
     }
+    raw.clear();
+    bool readable = true;
+    for (size_t i = 0; i < line.size() && readable; ++i) {
+      char byte = line[i];
+      if (byte == '\\') {
+        readable = ++i < line.size() && (line[i] == 'n' || line[i] == '\\');
+        byte = readable && line[i] == 'n' ? '\n' : '\\';
+      }
+      raw += byte;
+    }
+    if (!readable || raw.size() < 2 * digest_bytes || raw.size() % digest_bytes != 0) {
+      out.unreadable.push_back(number);
+      continue;
+    }
     JournalEntry entry;
     entry.line = number;
-    bool readable = true;
-    for (bool first = true; !line.empty(); first = false) {
-      const std::string_view hex = line.substr(0, width);
-      if (!util::is_lower_hex(hex, width) || (line.size() > width && line[width] != ' ')) {
-        readable = false;
-        break;
-      }
-      (first ? entry.manifest : entry.inputs.emplace_back()) = hex;
-      line.remove_prefix(std::min(line.size(), width + 1));
+    for (size_t at = 0; at < raw.size(); at += digest_bytes) {
+      const size_t start = out.hex.size();
+      out.hex += util::to_hex(reinterpret_cast<const unsigned char*>(raw.data() + at), digest_bytes);
+      const std::string_view hex = std::string_view(out.hex).substr(start, 2 * digest_bytes);
+      (at == 0 ? entry.manifest : entry.inputs.emplace_back()) = hex;
     }
-    if (readable && !entry.inputs.empty()) {
-      out.entries.push_back(std::move(entry));
-    } else {
-      out.unreadable.push_back(number);
-    }
+    out.entries.push_back(std::move(entry));
   }
   return out;
 }

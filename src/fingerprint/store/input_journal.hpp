@@ -35,11 +35,15 @@ namespace fingerprint::store {
 // About 120 manifests of a 130-input link; a reader parses it in a few ms.
 inline constexpr size_t k_journal_fold_bytes = 1024 * 1024;
 
-// One journal line, without its newline: "<manifest hex> <input hex> ...",
-// each input once, in the manifest's order.
+// One journal line, without its newline: the raw digests of the manifest
+// and of each of its inputs (once each, in the manifest's order), one after
+// the other, escaped as a reverse index line is (reverse_line(): each
+// newline byte as a backslash and an 'n', each backslash as two). As
+// compact as the reverse index lines it stands for: about 33 bytes an input
+// for SHA-256, where hex would take 65.
 std::string journal_line(const DigestKey& key, const Manifest& manifest);
 
-// One line of a journal as read: views into the journal's text.
+// One line of a journal as read: views into JournalContents::hex.
 struct JournalEntry
 {
   std::string_view manifest;            // its hex
@@ -49,13 +53,20 @@ struct JournalEntry
 
 struct JournalContents
 {
+  std::string hex; // every digest read, in hex; the entries' views point into it
   std::vector<JournalEntry> entries;
   std::vector<size_t> unreadable; // line numbers of lines that are not journal lines
   bool torn_tail = false;         // a last line without its newline (a writer that died mid-write)
+
+  JournalContents() = default;
+  JournalContents(const JournalContents&) = delete; // the views would point into the other's `hex`
+  JournalContents& operator=(const JournalContents&) = delete;
+  JournalContents(JournalContents&&) = default; // a heap buffer moves with its string
+  JournalContents& operator=(JournalContents&&) = default;
 };
 
-// Reads a journal's text (which must outlive the answer): each line of
-// `algorithm`'s hex digests, a space between them.
+// Reads a journal's text: each line the escaped raw digests of
+// `algorithm`, a manifest's and at least one input's.
 JournalContents parse_journal(std::string_view text, digest::Algorithm algorithm);
 
 } // namespace fingerprint::store

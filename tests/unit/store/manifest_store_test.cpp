@@ -607,7 +607,7 @@ TEST(ManifestStore, AManifestLeftShortIsWrittenAgainAndQueriesGoOnWithoutIt)
 namespace fingerprint::store {
 namespace {
 
-// The inputs' hex of a manifest of `count` inputs, each its own, from `seed`.
+// A manifest of `count` inputs, each its own, from `seed`.
 Manifest
 wide_manifest(size_t count, unsigned seed)
 {
@@ -644,12 +644,16 @@ TEST(InputJournal, AManifestIsOneJournalLineAndEachOfItsInputsFindsIt)
   const Recorded recorded = record_one(store, '8', "1", sample_manifest());
   const std::string journal = test::read_file(dir / "store/inputs/sha256/journal");
   EXPECT_EQ(journal, journal_line(recorded.manifest, sample_manifest()) + "\n");
-  std::string expected = recorded.manifest.hex;
+  std::string expected = reverse_line(recorded.manifest);
   for (const ManifestEntry& entry : sample_manifest().entries) {
-    expected += " " + entry.hex;
+    expected += reverse_line(DigestKey{digest::Algorithm::sha256, entry.hex});
   }
-  EXPECT_EQ(journal, expected + "\n") << "each input once, in the manifest's order";
-  EXPECT_EQ(std::count(journal.begin(), journal.end(), ' '), 5);
+  EXPECT_EQ(journal, expected + "\n") << "each input once, in the manifest's order, raw and escaped";
+  EXPECT_EQ(journal.size(), 6U * 32U + 1U);
+  const JournalContents read = parse_journal(journal, digest::Algorithm::sha256);
+  ASSERT_EQ(read.entries.size(), 1U);
+  EXPECT_EQ(read.entries[0].manifest, recorded.manifest.hex);
+  EXPECT_EQ(read.entries[0].inputs.size(), 5U);
   size_t files = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir / "store/inputs")) {
     files += entry.is_regular_file() ? 1 : 0;
@@ -710,7 +714,7 @@ TEST(InputJournal, TheWriterThatOutgrowsTheJournalFoldsIt)
 {
   TempDir dir;
   const auto store = writable(dir);
-  const size_t shared = 2000; // a line of about 130 KB
+  const size_t shared = 4000; // a line of about 130 KB
   const Manifest common = wide_manifest(shared, 0);
   auto manifest_of = [&](size_t i) {
     Manifest manifest = common;
@@ -721,10 +725,14 @@ TEST(InputJournal, TheWriterThatOutgrowsTheJournalFoldsIt)
   };
   std::vector<DigestKey> keys;
   const std::string journal = dir / "store/inputs/sha256/journal";
-  while (keys.size() * (shared + 2) * 65 <= k_journal_fold_bytes) {
-    keys.push_back(record_one(store, 'a', std::to_string(keys.size()), manifest_of(keys.size())).manifest);
-    if (keys.size() * (shared + 2) * 65 <= k_journal_fold_bytes) {
+  size_t total = 0; // the journal's bytes
+  while (total <= k_journal_fold_bytes) {
+    const Manifest manifest = manifest_of(keys.size());
+    keys.push_back(record_one(store, 'a', std::to_string(keys.size()), manifest).manifest);
+    total += journal_line(keys.back(), manifest).size() + 1;
+    if (total <= k_journal_fold_bytes) {
       ASSERT_TRUE(std::filesystem::exists(journal)) << "folded before its bound, at " << keys.size();
+      ASSERT_EQ(std::filesystem::file_size(journal), total);
     }
   }
   EXPECT_FALSE(std::filesystem::exists(journal)) << "not folded past its bound";
@@ -801,8 +809,10 @@ TEST(InputJournal, FsckChecksTheJournalAndRepairFoldsIt)
   const Recorded recorded = record_one(store, '8', "1", sample_manifest());
   const std::string journal = dir / "store/inputs/sha256/journal";
   const std::string good = test::read_file(journal);
-  test::write_file(
-    journal, good + "not a journal line\n" + hex_of('7') + " " + hex_of('c') + "\n" + hex_of('6') + " " + hex_of('c'));
+  const std::string c = reverse_line({digest::Algorithm::sha256, hex_of('c')});
+  test::write_file(journal,
+                   good + "not a journal line\n" + reverse_line({digest::Algorithm::sha256, hex_of('7')}) + c + "\n"
+                     + reverse_line({digest::Algorithm::sha256, hex_of('6')}) + c);
   FsckReport report = checked(store);
   std::string text = findings_text(report);
   EXPECT_EQ(report.journaled_manifests, 2U) << text;
@@ -851,6 +861,36 @@ TEST(InputJournal, GcTakesTheJournalLineOfAManifestItRemoves)
   EXPECT_TRUE(uses_of(writable(dir), hex_of('1')).empty());
   const FsckReport report = checked(store);
   EXPECT_TRUE(report.findings.empty()) << findings_text(report);
+}
+
+} // namespace
+} // namespace fingerprint::store
+
+namespace fingerprint::store {
+namespace {
+
+// A digest whose raw bytes hold a newline and a backslash reads back whole;
+// what is not a line of raw digests (a cut digest, a bad escape, a manifest
+// without inputs) is unreadable, and a last line without its newline torn.
+TEST(InputJournal, LinesOfEscapedRawDigestsReadBackAndDamageIsNamed)
+{
+  Manifest manifest;
+  const std::string odd = "0a5c" + std::string(60, '1'); // a newline byte, a backslash
+  manifest.entries = {{Role::compile, odd, 1, "/a.h"}, {Role::link, hex_of('2'), 2, "/b.a"}};
+  normalize(manifest);
+  const DigestKey key{digest::Algorithm::sha256, "5c0a" + std::string(60, '3')};
+  const std::string line = journal_line(key, manifest);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(line.size(), 3U * 32U + 4U) << "two escapes in each of two digests";
+  const std::string text =
+    line + "\n\n" + line.substr(0, 40) + "\n" + reverse_line(key) + "\n" + "\\x" + line.substr(2) + "\n" + line;
+  const JournalContents read = parse_journal(text, digest::Algorithm::sha256);
+  ASSERT_EQ(read.entries.size(), 1U);
+  EXPECT_EQ(read.entries[0].manifest, key.hex);
+  EXPECT_EQ(read.entries[0].inputs, (std::vector<std::string_view>{manifest.entries[0].hex, manifest.entries[1].hex}));
+  EXPECT_EQ(read.entries[0].line, 1U);
+  EXPECT_EQ(read.unreadable, (std::vector<size_t>{3, 4, 5}));
+  EXPECT_TRUE(read.torn_tail);
 }
 
 } // namespace
