@@ -83,18 +83,28 @@ DigestCache::granularity_ns(int fd, const FileIdentity& identity)
   return std::max<int64_t>(int64_t{res.tv_sec} * k_second_ns + res.tv_nsec, 1);
 }
 
-// The mapped table of one algorithm. Words of the header: magic, version,
-// words a slot, slot count, digest bytes, three reserved. A slot's words:
-// sequence (0 empty, odd while written, else even), device, inode, size,
-// mtime ns, ctime ns, checksum, then the raw digest in whole words.
+// The table of one algorithm. Words of the header: magic, version, words a
+// slot, slot count, digest bytes, three reserved. A slot's words: sequence
+// (0 empty, odd while written, else even), device, inode, size, mtime ns,
+// ctime ns, checksum, then the raw digest in whole words.
+//
+// Lookups read a key's window of slots with one pread: a link hook looks up
+// a hundred inputs or more, and through the mapping each would fault in a
+// page (and the pages around it) that the process's exit then unmaps, which
+// cost more than the reads (docs/ARCHITECTURE.md, "Where a link hook's time
+// goes"). Stores write through the mapping, made by the first store, whose
+// atomic sequence words order writers among themselves; a read sees the
+// same page cache and takes a slot only whole (even sequence, checksum).
 struct DigestCache::Table
 {
-  uint64_t* words = nullptr;
+  util::Fd fd;
+  uint64_t* words = nullptr; // mapped by the first store
+  bool map_failed = false;
   size_t bytes = 0;
   size_t slot_words = 0;
   size_t digest_bytes = 0;
-  // Set when an access raised SIGBUS (the file was cut short under the
-  // mapping): the table is not touched again by this process.
+  // Set when an access raised SIGBUS or a read came back short (the file
+  // was cut short): the table is not touched again by this process.
   std::atomic<bool> broken{false};
 
   Table() = default;
@@ -111,6 +121,12 @@ struct DigestCache::Table
   slot(uint64_t index) const
   {
     return words + k_header_words + (index & (k_slot_count - 1)) * slot_words;
+  }
+
+  off_t
+  slot_offset(uint64_t index) const
+  {
+    return static_cast<off_t>((k_header_words + (index & (k_slot_count - 1)) * slot_words) * sizeof(uint64_t));
   }
 };
 
@@ -209,14 +225,14 @@ make_table(int dir_fd, const std::string& name, Algorithm algorithm, bool replac
 
 enum class Opened
 {
-  mapped,
+  opened,
   absent,
-  unusable, // another user's, not a regular file, damaged, or not mappable
+  unusable, // another user's, not a regular file, or damaged
   damaged,  // this user's, of the wrong size or header: may be replaced
 };
 
 Opened
-map_table(int dir_fd, const std::string& name, Algorithm algorithm, DigestCache::Table& table)
+open_table(int dir_fd, const std::string& name, Algorithm algorithm, DigestCache::Table& table)
 {
   util::Fd fd(::openat(dir_fd, name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd) {
@@ -235,19 +251,29 @@ map_table(int dir_fd, const std::string& name, Algorithm algorithm, DigestCache:
   if (static_cast<uint64_t>(st.st_size) != bytes) {
     return Opened::damaged;
   }
-  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-  if (map == MAP_FAILED) {
-    return Opened::unusable;
-  }
-  table.words = static_cast<uint64_t*>(map);
-  table.bytes = bytes;
   const auto header = header_of(algorithm);
-  if (!std::equal(header.begin(), header.end(), table.words)) {
+  std::array<uint64_t, DigestCache::k_header_words> read{};
+  if (::pread(fd.get(), read.data(), sizeof(read), 0) != static_cast<ssize_t>(sizeof(read)) || read != header) {
     return Opened::damaged;
   }
+  table.fd = std::move(fd);
+  table.bytes = bytes;
   table.slot_words = header[2];
   table.digest_bytes = header[4];
-  return Opened::mapped;
+  return Opened::opened;
+}
+
+// Maps an opened table for storing into it.
+bool
+map_table(DigestCache::Table& table)
+{
+  void* map = ::mmap(nullptr, table.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, table.fd.get(), 0);
+  if (map == MAP_FAILED) {
+    table.map_failed = true;
+    return false;
+  }
+  table.words = static_cast<uint64_t*>(map);
+  return true;
 }
 
 } // namespace
@@ -285,9 +311,17 @@ DigestCache::table(Algorithm algorithm, bool create) const
 {
   const auto index = static_cast<size_t>(algorithm);
   std::lock_guard lock(m_tables->mutex);
-  auto& mapped = m_tables->tables[index];
-  if (mapped || (create ? m_tables->created[index] : m_tables->looked[index])) {
-    return mapped.get();
+  auto& opened_table = m_tables->tables[index];
+  // A store needs the table mapped; a lookup only open.
+  const auto usable = [&]() -> Table* {
+    Table* table = opened_table.get();
+    if (table != nullptr && create && table->words == nullptr && (table->map_failed || !map_table(*table))) {
+      return nullptr;
+    }
+    return table;
+  };
+  if (opened_table || (create ? m_tables->created[index] : m_tables->looked[index])) {
+    return usable();
   }
   m_tables->looked[index] = true;
   if (create) {
@@ -303,16 +337,16 @@ DigestCache::table(Algorithm algorithm, bool create) const
   }
   const std::string file(name);
   auto table = std::make_unique<Table>();
-  Opened opened = map_table(dir_fd->get(), file, algorithm, *table);
+  Opened opened = open_table(dir_fd->get(), file, algorithm, *table);
   if (create && (opened == Opened::absent || opened == Opened::damaged)) {
     make_table(dir_fd->get(), file, algorithm, opened == Opened::damaged);
     table = std::make_unique<Table>();
-    opened = map_table(dir_fd->get(), file, algorithm, *table);
+    opened = open_table(dir_fd->get(), file, algorithm, *table);
   }
-  if (opened == Opened::mapped) {
-    mapped = std::move(table);
+  if (opened == Opened::opened) {
+    opened_table = std::move(table);
   }
-  return mapped.get();
+  return usable();
 }
 
 std::optional<std::string>
@@ -326,39 +360,43 @@ DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
     return std::nullopt;
   }
   const size_t words = digest_words(algorithm);
+  // The key's window of slots, in one read (two where it wraps around the
+  // table's end).
+  std::array<uint64_t, k_probe*(k_key_words + 8)> window;
+  const uint64_t home = home_slot(identity) & (k_slot_count - 1);
+  const uint64_t before_end = std::min<uint64_t>(k_probe, k_slot_count - home);
+  const size_t slot_bytes = table->slot_words * sizeof(uint64_t);
+  const auto read_slots = [&](uint64_t first, uint64_t count, uint64_t* into) {
+    const auto want = static_cast<ssize_t>(count * slot_bytes);
+    return ::pread(table->fd.get(), into, static_cast<size_t>(want), table->slot_offset(first)) == want;
+  };
+  if (table->slot_words > k_key_words + 8 || !read_slots(home, before_end, window.data())
+      || (before_end < k_probe
+          && !read_slots(0, k_probe - before_end, window.data() + before_end * table->slot_words))) {
+    table->broken = true; // cut short under us, or not a table this version reads
+    return std::nullopt;
+  }
   uint64_t digest[8];
   bool found = false;
-  const uint64_t home = home_slot(identity);
-  const bool read = run_guarded([&] {
-    for (uint64_t probe = 0; probe < k_probe; ++probe) {
-      const uint64_t* slot = table->slot(home + probe);
-      const uint64_t sequence = load(slot[0], std::memory_order_acquire);
-      if (sequence == 0) {
-        return; // never written: the key was never stored past here
-      }
-      if (sequence % 2 != 0) {
-        continue; // being written, or its writer died
-      }
-      FileIdentity entry;
-      entry.device = load(slot[1]);
-      entry.inode = load(slot[2]);
-      entry.size = load(slot[3]);
-      entry.mtime_ns = static_cast<int64_t>(load(slot[4]));
-      entry.ctime_ns = static_cast<int64_t>(load(slot[5]));
-      const uint64_t check = load(slot[6]);
-      for (size_t i = 0; i < words; ++i) {
-        digest[i] = load(slot[k_key_words + i]);
-      }
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (load(slot[0]) == sequence && entry == identity && check == checksum(entry, digest, words)) {
-        found = true;
-        return;
-      }
+  for (uint64_t probe = 0; probe < k_probe && !found; ++probe) {
+    const uint64_t* slot = window.data() + probe * table->slot_words;
+    const uint64_t sequence = slot[0];
+    if (sequence == 0) {
+      break; // never written: the key was never stored past here
     }
-  });
-  if (!read) {
-    table->broken = true;
-    return std::nullopt;
+    if (sequence % 2 != 0) {
+      continue; // being written, or its writer died
+    }
+    FileIdentity entry;
+    entry.device = slot[1];
+    entry.inode = slot[2];
+    entry.size = slot[3];
+    entry.mtime_ns = static_cast<int64_t>(slot[4]);
+    entry.ctime_ns = static_cast<int64_t>(slot[5]);
+    std::copy_n(slot + k_key_words, words, digest);
+    // A slot read while a writer was at it mixes two entries: its checksum
+    // does not hold.
+    found = entry == identity && slot[6] == checksum(entry, digest, words);
   }
   if (!found) {
     return std::nullopt;

@@ -13,15 +13,16 @@ namespace fingerprint::digest {
 // Remembers digests of files that have not changed since they were read,
 // keyed by (device, inode, size, mtime ns, ctime ns) like ccache's and
 // Bazel's caches. One table per algorithm, `digests/<algorithm>.table`: a
-// file of fixed-size slots, mapped shared once per process, so that a hit
-// costs no system call (a link hook looks up a hundred headers or more;
-// one file per entry cost an open, fstat, read and close each). Slots are
-// seqlocked and checksummed: a reader takes a slot only when its sequence
-// was even and unchanged across the copy and its checksum holds, so a
-// concurrent writer, a writer that died mid-slot or a torn page after a
-// power loss is a miss, never a wrong digest. Losing the cache loses
-// nothing but time. The layout is in docs/ARCHITECTURE.md ("The digest
-// cache").
+// file of fixed-size slots. A lookup is one pread of the key's few slots (a
+// link hook looks up a hundred headers or more; one file per entry cost an
+// open, fstat, read and close each, and reading through a mapping faulted
+// in pages that the exit then unmapped); a store writes through a shared
+// mapping made by the process's first store. Slots are seqlocked and
+// checksummed: a reader takes a slot only when its sequence was even and
+// its checksum holds, so a concurrent writer, a writer that died mid-slot
+// or a torn page after a power loss is a miss, never a wrong digest. Losing
+// the cache loses nothing but time. The layout is in docs/ARCHITECTURE.md
+// ("The digest cache").
 class DigestCache
 {
 public:
@@ -77,8 +78,9 @@ public:
   struct Tables;
 
 private:
-  // The mapped table of `algorithm`, opened or made on first use; null
-  // when there is none to be had (unwritable, another user's, damaged).
+  // The table of `algorithm`, opened on first use, and made and mapped for
+  // a store (`create`); null when there is none to be had (unwritable,
+  // another user's, damaged).
   Table* table(Algorithm algorithm, bool create) const;
   static void write_slot(Table& table, const FileIdentity& identity, const uint64_t* digest, size_t words);
 

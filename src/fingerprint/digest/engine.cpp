@@ -8,28 +8,44 @@
 
 namespace fingerprint::digest {
 
-Expected<FileDigest>
-digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
+namespace {
+
+// Below this many bytes left to read, one thread reads them all: starting a
+// thread costs more CPU than hashing a few hundred kilobytes of headers, and
+// a link hook whose inputs are all in the cache reads nothing.
+constexpr uint64_t k_parallel_bytes = uint64_t{1} << 20;
+
+// The cache's digest of the file at `path`, from its identity alone (stat,
+// not open, fstat and close: a link hook looks up a hundred headers or more
+// this way). `size` is set to the file's size when it is a regular file.
+std::optional<FileDigest>
+cached_digest(Algorithm algorithm, const std::string& path, const DigestCache& cache, uint64_t& size)
 {
-  const bool cached = cache != nullptr && cache->enabled();
-  // Taken before the file is examined: an entry is only as fresh as the
+  struct stat st
+  {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return std::nullopt;
+  }
+  FileDigest result;
+  result.identity = FileIdentity::from_stat(st);
+  result.size = result.identity.size;
+  size = result.size;
+  auto hit = cache.lookup(algorithm, result.identity);
+  if (!hit) {
+    return std::nullopt;
+  }
+  result.hex = std::move(*hit);
+  return result;
+}
+
+// Reads and digests the file; stores the digest in `cache` when it may be
+// trusted.
+Expected<FileDigest>
+read_and_digest(Hasher& hasher, const std::string& path, const DigestCache* cache)
+{
+  // Taken before the file is opened: an entry is only as fresh as the
   // moment its bytes started to be read.
   const int64_t read_at = util::now_ns();
-  if (cached) {
-    // A hit needs only the file's identity: stat, not open, fstat and
-    // close (a link hook looks up a hundred headers or more this way).
-    struct stat st
-    {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      FileDigest result;
-      result.identity = FileIdentity::from_stat(st);
-      result.size = result.identity.size;
-      if (auto hit = cache->lookup(hasher.algorithm(), result.identity)) {
-        result.hex = std::move(*hit);
-        return result;
-      }
-    }
-  }
   auto file = open_regular_file(path);
   if (!file) {
     return file.error();
@@ -37,7 +53,7 @@ digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
   FileDigest result;
   result.identity = FileIdentity::from_stat(file->st);
   result.size = result.identity.size;
-  if (cached) { // the file may have changed since the stat above
+  if (cache != nullptr) { // the file may have changed since it was looked up
     if (auto hit = cache->lookup(hasher.algorithm(), result.identity)) {
       result.hex = std::move(*hit);
       return result;
@@ -54,7 +70,7 @@ digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
     return make_error(path, "file changed while being read");
   }
   result.hex = std::move(*hex);
-  if (cached) {
+  if (cache != nullptr) {
     cache->store(hasher.algorithm(),
                  result.identity,
                  result.hex,
@@ -64,18 +80,58 @@ digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
   return result;
 }
 
+} // namespace
+
+Expected<FileDigest>
+digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
+{
+  const DigestCache* usable = cache != nullptr && cache->enabled() ? cache : nullptr;
+  if (usable != nullptr) {
+    uint64_t size = 0;
+    if (auto hit = cached_digest(hasher.algorithm(), path, *usable, size)) {
+      return std::move(*hit);
+    }
+  }
+  return read_and_digest(hasher, path, usable);
+}
+
 std::vector<Expected<FileDigest>>
 digest_files(const std::vector<std::string>& paths, const DigestOptions& options)
 {
-  const unsigned jobs = options.jobs == 0 ? util::default_jobs() : options.jobs;
+  const DigestCache* cache = options.cache != nullptr && options.cache->enabled() ? options.cache : nullptr;
   std::vector<std::optional<Expected<FileDigest>>> slots(paths.size());
-  std::vector<std::optional<Hasher>> hashers(std::min<size_t>(jobs, std::max<size_t>(paths.size(), 1)));
-  util::parallel_for(paths.size(), jobs, [&](size_t index, unsigned worker) {
+  // The cache's hits first, in this thread; only what is left is read, in
+  // parallel when there is enough of it.
+  std::vector<size_t> left;
+  uint64_t left_bytes = 0;
+  if (cache != nullptr) {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      uint64_t size = 0;
+      if (auto hit = cached_digest(options.algorithm, paths[i], *cache, size)) {
+        slots[i].emplace(std::move(*hit));
+      } else {
+        left.push_back(i);
+        left_bytes += size;
+      }
+    }
+  } else {
+    left.resize(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) {
+      left[i] = i;
+    }
+    left_bytes = k_parallel_bytes; // unknown: as much as is worth the threads
+  }
+  unsigned jobs = options.jobs;
+  if (jobs == 0) {
+    jobs = left_bytes < k_parallel_bytes ? 1 : util::default_jobs();
+  }
+  std::vector<std::optional<Hasher>> hashers(std::min<size_t>(jobs, std::max<size_t>(left.size(), 1)));
+  util::parallel_for(left.size(), jobs, [&](size_t index, unsigned worker) {
     auto& hasher = hashers[worker];
     if (!hasher) {
       hasher.emplace(options.algorithm, options.strategy);
     }
-    slots[index].emplace(digest_path(*hasher, paths[index], options.cache));
+    slots[left[index]].emplace(read_and_digest(*hasher, paths[left[index]], cache));
   });
   std::vector<Expected<FileDigest>> results;
   results.reserve(paths.size());

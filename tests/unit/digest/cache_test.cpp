@@ -81,6 +81,32 @@ TEST(DigestCache, AnyChangeInTheKeyMisses)
   EXPECT_FALSE(cache.lookup(Algorithm::md5, id)) << "entries are per algorithm";
 }
 
+// Keys whose home is the table's last slot: the second one stored lands in
+// slot 0, and a lookup reads its window across the end in two parts.
+TEST(DigestCache, AWindowAcrossTheTablesEndIsReadWhole)
+{
+  TempDir dir;
+  const DigestCache cache(dir.path());
+  std::vector<FileIdentity> at_end;
+  auto id = identity(1'000'000'000, 1'000'000'000);
+  for (uint64_t inode = 1; at_end.size() < 2; ++inode) {
+    id.inode = inode;
+    if (DigestCache::home_slot(id) == DigestCache::k_slot_count - 1) {
+      at_end.push_back(id);
+    }
+  }
+  const std::string k_hex_b = "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d";
+  cache.store(Algorithm::sha256, at_end[0], k_hex_a, 10'000'000'000, 1);
+  cache.store(Algorithm::sha256, at_end[1], k_hex_b, 10'000'000'000, 1);
+  const DigestCache fresh(dir.path()); // looks up by reading, without the mapping a store makes
+  const auto first = fresh.lookup(Algorithm::sha256, at_end[0]);
+  const auto second = fresh.lookup(Algorithm::sha256, at_end[1]);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(second) << "the part of the window past the table's end was not read";
+  EXPECT_EQ(*first, k_hex_a);
+  EXPECT_EQ(*second, k_hex_b);
+}
+
 // The table cut short under a process that has it mapped (its pages past
 // the new end raise SIGBUS) and then overwritten with garbage: that process
 // misses and goes on; a new one finds the header wrong, misses, and its
