@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,6 +142,13 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
     print_error(context, plan->command.front() + ": " + util::errno_text(errno));
     return 127;
   }
+  // A hook lives a few milliseconds: memory it frees is better kept for
+  // its next allocation than given back and faulted in again (a deps log
+  // or a compression window of 128 KiB or more would otherwise be mapped,
+  // zeroed and unmapped each), and the heap grows in steps of 1 MiB.
+  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  ::mallopt(M_TOP_PAD, 1 << 20);
   // Before the link: a build tool killed during it leaves an orphan
   // that can no longer tell which invocation it belongs to.
   hook::claim_build_id(absolute_path(*args.value("build-dir")));

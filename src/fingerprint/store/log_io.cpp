@@ -481,13 +481,22 @@ look_at_tail(int fd, off_t size, bool torn)
   if (size <= 1) {
     return std::nullopt;
   }
-  const off_t length = std::min(size, k_window);
-  std::string tail(static_cast<size_t>(length), '\0');
-  if (::pread(fd, tail.data(), tail.size(), size - length) != length) {
-    return std::nullopt;
+  // A line is rarely longer than a kilobyte: a small window first, the
+  // whole one only when it holds no line break (every append looks here).
+  std::string tail;
+  size_t start = std::string::npos;
+  for (const off_t window : {off_t{4096}, k_window}) {
+    const off_t length = std::min(size, window);
+    tail.resize(static_cast<size_t>(length));
+    if (::pread(fd, tail.data(), tail.size(), size - length) != length) {
+      return std::nullopt;
+    }
+    tail.pop_back(); // its newline
+    start = tail.rfind('\n');
+    if (start != std::string::npos || length == size) {
+      break;
+    }
   }
-  tail.pop_back(); // its newline
-  const size_t start = tail.rfind('\n');
   if (start == std::string::npos && size > k_window) {
     return "ends in a line longer than " + std::to_string(k_window / 1024) + " KiB";
   }

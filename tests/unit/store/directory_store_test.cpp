@@ -1,7 +1,9 @@
 #include <fingerprint/store/artifact_record.hpp>
 #include <fingerprint/store/directory_store.hpp>
+#include <fingerprint/store/event.hpp>
 #include <fingerprint/store/format.hpp>
 #include <fingerprint/store/log_io.hpp>
+#include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 
 #include <gtest/gtest.h>
@@ -397,6 +399,35 @@ TEST(Record, TransitiveConsumersFollowProductsOnceEach)
   EXPECT_EQ((*all)[2].depth, 2);
   EXPECT_EQ((*all)[3].event.project, "weird");
   EXPECT_TRUE(problems.empty());
+}
+
+// What an appender sees of a log's last line: read from a small window
+// when the line fits in it, from the whole 32 KiB one when it does not.
+TEST(LookAtTail, TheLastLineWholeWhateverItsLength)
+{
+  TempDir dir;
+  const auto look = [&](const std::string& text) {
+    const std::string path = dir / "log.jsonl";
+    test::write_file(path, text);
+    util::Fd fd(::open(path.c_str(), O_RDONLY));
+    EXPECT_TRUE(fd);
+    return detail::look_at_tail(fd.get(), static_cast<off_t>(text.size()), false);
+  };
+  Event long_one = event(EventKind::produced, 'a', "up", "1");
+  long_one.path = "/build/" + std::string(6000, 'p'); // a line longer than the first window
+  const std::string good = serialize(long_one) + "\n";
+  const std::string garbage = std::string(9000, 'x') + "\n";
+  EXPECT_EQ(look(garbage + good), std::nullopt) << "a long readable last line was taken in part";
+  EXPECT_EQ(look(good), std::nullopt) << "a log of one long line";
+  const auto bad = look(good + garbage);
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad->find("last line is unreadable"), std::string::npos) << *bad;
+  const auto bad_short = look(good + "{\"event\":\n");
+  ASSERT_TRUE(bad_short);
+  EXPECT_NE(bad_short->find("last line is unreadable"), std::string::npos) << *bad_short;
+  const auto too_long = look(good + std::string(40000, 'y') + "\n");
+  ASSERT_TRUE(too_long);
+  EXPECT_NE(too_long->find("longer than 32 KiB"), std::string::npos) << *too_long;
 }
 
 } // namespace
