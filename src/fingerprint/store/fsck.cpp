@@ -1243,9 +1243,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
       };
       auto keep_line = [&](std::string_view line) {
         if (file->kind == FileKind::input_journal) {
-          std::string text(line);
-          text += '\n';
-          const JournalContents one = parse_journal(text, input.algorithm);
+          const JournalContents one = parse_journal_line(line, input.algorithm);
           return one.entries.size() == 1
                  && keep_manifest(DigestKey{input.algorithm, std::string(one.entries[0].manifest)},
                                   one.entries[0].inputs);

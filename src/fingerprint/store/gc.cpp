@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -230,11 +231,11 @@ plan_gc(const Store& store, const GcPolicy& policy, const GcProgress& progress)
 
 namespace {
 
-// The reverse index `text` of one input without the lines that name one of
-// the manifests `hexes` (in any role); every other byte as it was, a torn
-// last line too (fsck's to judge). Sets `dropped` to the lines taken out.
+// `text` without its complete lines that `goes` takes (given a line without
+// its newline); every other byte as it was, a torn last line too (fsck's to
+// judge). Sets `dropped` to the lines taken out.
 std::string
-without_manifests(std::string_view text, const DigestKey& input, const std::set<std::string>& hexes, size_t& dropped)
+without_lines(std::string_view text, const std::function<bool(std::string_view line)>& goes, size_t& dropped)
 {
   std::string kept;
   dropped = 0;
@@ -242,12 +243,9 @@ without_manifests(std::string_view text, const DigestKey& input, const std::set<
     const size_t newline = text.find('\n');
     const std::string_view line = text.substr(0, newline == std::string_view::npos ? text.size() : newline + 1);
     text.remove_prefix(line.size());
-    if (newline != std::string_view::npos) {
-      auto manifest = parse_reverse_line(line.substr(0, line.size() - 1), input.algorithm);
-      if (manifest && hexes.contains(manifest->hex)) {
-        ++dropped;
-        continue;
-      }
+    if (newline != std::string_view::npos && goes(line.substr(0, line.size() - 1))) {
+      ++dropped;
+      continue;
     }
     kept += line;
   }
@@ -261,6 +259,46 @@ struct ManifestRemoval
   GcResult::Files reverse;
   std::vector<std::string> failures;
 };
+
+// Takes the lines `goes` takes out of the index file `relative` (a reverse
+// index or the journal), under its lock, and counts the file as rewritten or
+// removed. When that fails, the manifests `hexes` it lists stay, whole.
+void
+drop_index_lines(const DirectoryStore& store,
+                 int root_fd,
+                 const std::string& relative,
+                 const std::set<std::string>& hexes,
+                 const std::function<bool(std::string_view line)>& goes,
+                 bool dry_run,
+                 ManifestRemoval& result,
+                 std::set<std::string>& staying)
+{
+  bool emptied = false;
+  size_t dropped = 0;
+  auto done = detail::replace_locked(root_fd,
+                                     relative,
+                                     store.root() + "/" + relative,
+                                     layout::TempTag::compact,
+                                     !dry_run,
+                                     [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
+                                       detail::Replacement replacement;
+                                       std::string kept = without_lines(log.text, goes, dropped);
+                                       emptied = kept.empty();
+                                       if (dropped == 0 || dry_run) {
+                                         return replacement;
+                                       }
+                                       replacement.action = emptied ? detail::Replacement::Action::remove
+                                                                    : detail::Replacement::Action::replace;
+                                       replacement.text = std::move(kept);
+                                       return replacement;
+                                     });
+  if (!done && !done.error().message.ends_with("no such log")) {
+    result.failures.push_back(done.error().message);
+    staying.insert(hexes.begin(), hexes.end());
+  } else if (done && dropped > 0) {
+    (emptied ? result.reverse.removed : result.reverse.rewritten) += 1;
+  }
+}
 
 // Removes those input manifests `keys` of a directory store whose logs hold
 // no event (no user is left), with their lines in their inputs' reverse
@@ -326,32 +364,19 @@ remove_unused_manifests(const DirectoryStore& store, int root_fd, const std::vec
     if (!input) {
       continue;
     }
-    const std::string relative = layout::reverse_index(*input);
-    bool emptied = false;
-    size_t dropped = 0;
-    auto done = detail::replace_locked(root_fd,
-                                       relative,
-                                       store.root() + "/" + relative,
-                                       layout::TempTag::compact,
-                                       !dry_run,
-                                       [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
-                                         detail::Replacement replacement;
-                                         std::string kept = without_manifests(log.text, *input, hexes, dropped);
-                                         emptied = kept.empty();
-                                         if (dropped == 0 || dry_run) {
-                                           return replacement;
-                                         }
-                                         replacement.action = emptied ? detail::Replacement::Action::remove
-                                                                      : detail::Replacement::Action::replace;
-                                         replacement.text = std::move(kept);
-                                         return replacement;
-                                       });
-    if (!done && !done.error().message.ends_with("no such log")) {
-      result.failures.push_back(done.error().message);
-      staying.insert(hexes.begin(), hexes.end());
-    } else if (done && dropped > 0) {
-      (emptied ? result.reverse.removed : result.reverse.rewritten) += 1;
-    }
+    const digest::Algorithm algorithm = input->algorithm;
+    drop_index_lines(
+      store,
+      root_fd,
+      layout::reverse_index(*input),
+      hexes,
+      [&](std::string_view line) {
+        auto manifest = parse_reverse_line(line, algorithm);
+        return manifest && hexes.contains(manifest->hex);
+      },
+      dry_run,
+      result,
+      staying);
   }
   // And the journal's lines that name them (input_journal.hpp): a line
   // names one manifest, so it goes whole.
@@ -362,45 +387,18 @@ remove_unused_manifests(const DirectoryStore& store, int root_fd, const std::vec
   for (const auto& [algorithm, listed] : going_by_algorithm) {
     const std::set<std::string>& hexes = listed; // captured below: clang 14 captures no binding
     const digest::Algorithm journal_algorithm = algorithm;
-    const std::string relative = layout::input_journal(algorithm);
-    bool emptied = false;
-    size_t dropped = 0;
-    auto done = detail::replace_locked(
+    drop_index_lines(
+      store,
       root_fd,
-      relative,
-      store.root() + "/" + relative,
-      layout::TempTag::compact,
-      !dry_run,
-      [&](const detail::LockedLog& log) -> Expected<detail::Replacement> {
-        std::string kept;
-        std::string_view text = log.text;
-        dropped = 0;
-        while (!text.empty()) {
-          const size_t newline = text.find('\n');
-          const std::string_view line = text.substr(0, newline == std::string_view::npos ? text.size() : newline + 1);
-          text.remove_prefix(line.size());
-          const JournalContents one = parse_journal(line, journal_algorithm);
-          if (one.entries.size() == 1 && hexes.contains(std::string(one.entries.front().manifest))) {
-            ++dropped;
-            continue;
-          }
-          kept += line;
-        }
-        emptied = kept.empty();
-        detail::Replacement replacement;
-        if (dropped == 0 || dry_run) {
-          return replacement;
-        }
-        replacement.action = emptied ? detail::Replacement::Action::remove : detail::Replacement::Action::replace;
-        replacement.text = std::move(kept);
-        return replacement;
-      });
-    if (!done && !done.error().message.ends_with("no such log")) {
-      result.failures.push_back(done.error().message);
-      staying.insert(hexes.begin(), hexes.end());
-    } else if (done && dropped > 0) {
-      (emptied ? result.reverse.removed : result.reverse.rewritten) += 1;
-    }
+      layout::input_journal(algorithm),
+      hexes,
+      [&](std::string_view line) {
+        const JournalContents one = parse_journal_line(line, journal_algorithm);
+        return one.entries.size() == 1 && hexes.contains(std::string(one.entries.front().manifest));
+      },
+      dry_run,
+      result,
+      staying);
   }
   for (Going& item : going) {
     if (!staying.contains(item.key.hex)) {

@@ -21,6 +21,41 @@ journal_line(const DigestKey& key, const Manifest& manifest)
   return line;
 }
 
+namespace {
+
+// Reads one line (without its newline) into `out`, as an entry or as
+// unreadable; `raw` is scratch space. `out.hex` must have room for the
+// line's digests in hex: the views of earlier entries point into it.
+void
+add_journal_line(JournalContents& out, std::string_view line, size_t number, size_t digest_bytes, std::string& raw)
+{
+  raw.clear();
+  bool readable = true;
+  for (size_t i = 0; i < line.size() && readable; ++i) {
+    char byte = line[i];
+    if (byte == '\\') {
+      readable = ++i < line.size() && (line[i] == 'n' || line[i] == '\\');
+      byte = readable && line[i] == 'n' ? '\n' : '\\';
+    }
+    raw += byte;
+  }
+  if (!readable || raw.size() < 2 * digest_bytes || raw.size() % digest_bytes != 0) {
+    out.unreadable.push_back(number);
+    return;
+  }
+  JournalEntry entry;
+  entry.line = number;
+  for (size_t at = 0; at < raw.size(); at += digest_bytes) {
+    const size_t start = out.hex.size();
+    out.hex += util::to_hex(reinterpret_cast<const unsigned char*>(raw.data() + at), digest_bytes);
+    const std::string_view hex = std::string_view(out.hex).substr(start, 2 * digest_bytes);
+    (at == 0 ? entry.manifest : entry.inputs.emplace_back()) = hex;
+  }
+  out.entries.push_back(std::move(entry));
+}
+
+} // namespace
+
 JournalContents
 parse_journal(std::string_view text, digest::Algorithm algorithm)
 {
@@ -37,32 +72,21 @@ parse_journal(std::string_view text, digest::Algorithm algorithm)
     }
     const std::string_view line = text.substr(0, newline);
     text.remove_prefix(newline + 1);
-    if (line.empty()) {
-      continue;
+    if (!line.empty()) {
+      add_journal_line(out, line, number, digest_bytes, raw);
     }
-    raw.clear();
-    bool readable = true;
-    for (size_t i = 0; i < line.size() && readable; ++i) {
-      char byte = line[i];
-      if (byte == '\\') {
-        readable = ++i < line.size() && (line[i] == 'n' || line[i] == '\\');
-        byte = readable && line[i] == 'n' ? '\n' : '\\';
-      }
-      raw += byte;
-    }
-    if (!readable || raw.size() < 2 * digest_bytes || raw.size() % digest_bytes != 0) {
-      out.unreadable.push_back(number);
-      continue;
-    }
-    JournalEntry entry;
-    entry.line = number;
-    for (size_t at = 0; at < raw.size(); at += digest_bytes) {
-      const size_t start = out.hex.size();
-      out.hex += util::to_hex(reinterpret_cast<const unsigned char*>(raw.data() + at), digest_bytes);
-      const std::string_view hex = std::string_view(out.hex).substr(start, 2 * digest_bytes);
-      (at == 0 ? entry.manifest : entry.inputs.emplace_back()) = hex;
-    }
-    out.entries.push_back(std::move(entry));
+  }
+  return out;
+}
+
+JournalContents
+parse_journal_line(std::string_view line, digest::Algorithm algorithm)
+{
+  JournalContents out;
+  out.hex.reserve(2 * line.size() + 1);
+  std::string raw;
+  if (!line.empty()) {
+    add_journal_line(out, line, 1, digest::digest_size(algorithm), raw);
   }
   return out;
 }

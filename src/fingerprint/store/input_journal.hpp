@@ -69,4 +69,8 @@ struct JournalContents
 // `algorithm`, a manifest's and at least one input's.
 JournalContents parse_journal(std::string_view text, digest::Algorithm algorithm);
 
+// Reads one complete line, given without its newline: one entry, or one
+// unreadable line (number 1).
+JournalContents parse_journal_line(std::string_view line, digest::Algorithm algorithm);
+
 } // namespace fingerprint::store
