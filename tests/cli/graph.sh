@@ -73,6 +73,21 @@ expect_eq "$(grep -cE '^  n[0-9]+\["' "$T/out")" 4 "mermaid: one declared node p
 expect_eq "$(grep -cE '^  n[0-9]+ -->\|".*"\| n[0-9]+$' "$T/out")" 4 "mermaid: one labelled edge per edge"
 expect_in out '["docs & #quot;more#quot;"]' "mermaid: a quote in a name is an entity code, not the end of the label"
 
+# Through an installed copy whose bytes differ from the product's (its
+# rpath rewritten) and which another project installed: the edge comes from
+# the project that built the original, not from the installer.
+printf 'lib, installed with another rpath\n' >installed-lib.so
+run "$FP" --store S3 record --project core --target lib --build-id 1 --produced lib.so
+run "$FP" --store S3 record --project apps --target app --build-id 7 --produced app --consumed installed-lib.so
+lib_digest=$(sha256sum lib.so | cut -c1-64)
+inst_digest=$(sha256sum installed-lib.so | cut -c1-64)
+mkdir -p S3/builds/pkg
+printf '{"v":1,"event":"installed","digest":"sha256:%s","size":32,"path":"%s","project":"pkg","version":"","target":"lib","build":"1","build_dir":"%s","host":"h","time":"2026-11-30T00:00:00.000Z","from":"sha256:%s"}\n' \
+  "$inst_digest" "$T/installed-lib.so" "$T" "$lib_digest" >S3/builds/pkg/1.jsonl
+run "$FP" --store S3 graph
+expect_rc 0 "graph through an installed copy"
+expect_eq "$OUT" "core -> apps  (installed-lib.so)" "an installed copy's edge comes from the build of its original"
+
 # The DOT, laid out by Graphviz itself.
 dot_accepted() { # FILE WHAT NODES: Graphviz lays FILE out, with NODES (a Python list) as its nodes
   local file=$1 what=$2 nodes=$3

@@ -12,7 +12,6 @@
 #include <optional>
 #include <set>
 #include <unistd.h>
-#include <unordered_set>
 
 namespace fingerprint::cmd {
 
@@ -409,7 +408,11 @@ run(const Args& args, Context& context, Prepared& prepared)
   // With --all, the files no fingerprinted build made come from their
   // Debian packages' nodes; the page always has them, behind a toggle.
   const std::optional<query::PackageIndex> packages = everything || page_format ? package_index() : std::nullopt;
-  auto all = query::collect_graph(*prepared.store, per_target, problems, page_format, packages ? &*packages : nullptr);
+  const query::GraphOptions graph_options{.per_target = per_target,
+                                          .with_events = page_format,
+                                          .unproduced_edges = everything || page_format,
+                                          .packages = packages ? &*packages : nullptr};
+  auto all = query::collect_graph(*prepared.store, graph_options, problems);
   report_problems(context, prepared.store->location(), problems);
   if (!all) {
     print_error(context, all.error().message);
@@ -435,10 +438,16 @@ run(const Args& args, Context& context, Prepared& prepared)
     edges.insert(unproduced_edges.begin(), unproduced_edges.end());
   }
   // The files left out, each once, of those the edges shown would pass.
-  std::unordered_set<std::string> hidden;
-  for (const auto& [consumer, digests] : all->unproduced) {
+  size_t hidden = 0;
+  std::vector<bool> counted(all->unproduced_count);
+  for (const auto& [consumer, ids] : all->unproduced) {
     if (in_project(consumer)) {
-      hidden.insert(digests.begin(), digests.end());
+      for (const uint32_t id : ids) {
+        if (!counted[id]) {
+          counted[id] = true;
+          ++hidden;
+        }
+      }
     }
   }
 
@@ -501,7 +510,7 @@ run(const Args& args, Context& context, Prepared& prepared)
                  + prepared.store->location() + (as_of.empty() ? "" : " \u00b7 as of " + as_of + " UTC");
     return d;
   };
-  const size_t hidden_count = everything ? 0 : hidden.size();
+  const size_t hidden_count = everything ? 0 : hidden;
 
   std::string text;
   if (format == "text") {
@@ -555,9 +564,7 @@ run(const Args& args, Context& context, Prepared& prepared)
     page.show_toolchain = everything;
     page.colours = colour_of;
     // Every unproduced file: the page counts those its tables would show.
-    for (auto& [consumer, digests] : all->unproduced) {
-      page.hidden.insert(digests.begin(), digests.end());
-    }
+    page.hidden.insert(all->unproduced_digests.begin(), all->unproduced_digests.end());
     // Two drawings: the builds' own graph, and the same with the files of
     // the toolchain and the system from their packages' nodes, which the
     // page's toggle shows.

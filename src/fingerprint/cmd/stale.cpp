@@ -91,18 +91,39 @@ run(const Args& args, Context& context, Prepared& prepared)
   query::ManifestInputs manifests(*prepared.store);
   std::vector<Stale> stale;
   size_t checked = 0;
+  std::string recorded;                                // "<algorithm>:<hex>" of a manifest's entry
+  std::vector<std::pair<size_t, std::string>> changed; // a manifest's changed entries: index, digest now
   for (const auto& [key, product] : newest) {
-    std::vector<store::Event> inputs = manifests.of(product, problems);
-    for (const store::Event& edge : old_edges) {
-      if (edge.product == product.digest && edge.build == product.build && edge.target == product.target) {
-        inputs.push_back(edge);
+    // The manifest's entries as they are; an event is made only of those
+    // that changed (a store of a million artifacts checks millions).
+    changed.clear();
+    if (const store::Manifest* manifest = manifests.manifest_of(product, problems)) {
+      recorded = digest::algorithm_name(manifest->algorithm);
+      recorded += ':';
+      const size_t prefix = recorded.size();
+      for (size_t i = 0; i < manifest->entries.size(); ++i) {
+        ++checked;
+        const auto& now = current(manifest->entries[i].path);
+        recorded.resize(prefix);
+        recorded += manifest->entries[i].hex;
+        if (now && *now != recorded) {
+          changed.emplace_back(i, *now);
+        }
       }
     }
-    for (const store::Event& input : inputs) {
-      ++checked;
-      const auto& now = current(input.path);
-      if (now && *now != input.digest) {
-        stale.push_back({product, input, *now});
+    if (!changed.empty()) {
+      const std::vector<store::Event> inputs = manifests.of(product, problems); // one per entry, in order
+      for (const auto& [i, now] : changed) {
+        stale.push_back({product, inputs[i], now});
+      }
+    }
+    for (const store::Event& edge : old_edges) {
+      if (edge.product == product.digest && edge.build == product.build && edge.target == product.target) {
+        ++checked;
+        const auto& now = current(edge.path);
+        if (now && *now != edge.digest) {
+          stale.push_back({product, edge, *now});
+        }
       }
     }
   }

@@ -60,28 +60,41 @@ PostgresStore::remove_unused_manifests(const std::vector<DigestKey>& keys, bool 
   return static_cast<size_t>(std::strtoull(PQgetvalue(result->get(), 0, 0), nullptr, 10));
 }
 
-Expected<std::optional<Manifest>>
-PostgresStore::read_manifest(const DigestKey& key) const
+Expected<std::optional<std::string>>
+PostgresStore::read_manifest_bytes(const DigestKey& key) const
 {
   if (!m_has_schema) {
-    return std::optional<Manifest>();
+    return std::optional<std::string>();
   }
-  const std::string where = m_location + ": input manifest " + key.str();
   auto result = Session(m_connection->conn, m_location)
                   .run("reading input manifest " + key.str(),
-                       "SELECT algorithm, encode(bytes, 'hex') FROM fingerprint_manifests WHERE digest = $1",
+                       "SELECT encode(bytes, 'hex') FROM fingerprint_manifests WHERE digest = $1",
                        {key.str()});
   if (!result) {
     return result.error();
   }
   if (PQntuples(result->get()) == 0) {
+    return std::optional<std::string>();
+  }
+  auto bytes = postgresql::bytes_of_hex(PQgetvalue(result->get(), 0, 0));
+  if (!bytes) {
+    return Error{m_location + ": input manifest " + key.str() + ": its bytes do not read back"};
+  }
+  return std::optional<std::string>(std::move(*bytes));
+}
+
+Expected<std::optional<Manifest>>
+PostgresStore::read_manifest(const DigestKey& key) const
+{
+  auto bytes = read_manifest_bytes(key);
+  if (!bytes) {
+    return bytes.error();
+  }
+  if (!*bytes) {
     return std::optional<Manifest>();
   }
-  auto bytes = postgresql::bytes_of_hex(PQgetvalue(result->get(), 0, 1));
-  if (!bytes) {
-    return Error{where + ": its bytes do not read back"};
-  }
-  auto manifest = decode_manifest(*bytes, where);
+  const std::string where = m_location + ": input manifest " + key.str();
+  auto manifest = decode_manifest(**bytes, where);
   if (!manifest) {
     return manifest.error();
   }

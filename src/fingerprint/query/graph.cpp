@@ -3,7 +3,10 @@
 #include <fingerprint/query/inputs.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/util/fs.hpp>
+#include <fingerprint/util/text.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <unordered_map>
 
@@ -26,14 +29,85 @@ file_name(std::string_view path)
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// Digests as keys: one byte for the algorithm, then the raw bytes, half of
+// "sha256:<hex>" and hashed by 8 of those bytes (a digest's bytes are as
+// good a hash as any). A text that is not a digest key is its own key,
+// after a byte no algorithm has. Not noexcept, so that libstdc++ keeps each
+// key's hash in its node and a lookup compares those, not the keys, on
+// its way along a bucket (the keys are on the heap: a cache miss each).
+struct RawHash
+{
+  using is_transparent = void;
+
+  size_t
+  operator()(std::string_view key) const
+  {
+    uint64_t word = key.size();
+    if (key.size() >= 9) {
+      std::memcpy(&word, key.data() + 1, sizeof word);
+    } else {
+      for (const char c : key) {
+        word = word * 131 + static_cast<unsigned char>(c);
+      }
+    }
+    return static_cast<size_t>(word);
+  }
+};
+
+template <typename Value>
+using RawDigests = std::unordered_map<std::string, Value, RawHash, std::equal_to<>>;
+
+constexpr char k_not_a_digest = '\xff';
+
+char
+algorithm_byte(digest::Algorithm algorithm)
+{
+  return static_cast<char>(algorithm);
+}
+
+int
+nibble(char c)
+{
+  return c <= '9' ? c - '0' : c - 'a' + 10;
+}
+
+// The key of "<algorithm>:<hex>", in `key` (a buffer).
+const std::string&
+raw_key(const std::string& digest, std::string& key)
+{
+  const size_t colon = digest.find(':');
+  const auto algorithm =
+    colon == std::string::npos ? std::nullopt : digest::parse_algorithm(std::string_view(digest).substr(0, colon));
+  const std::string_view hex = algorithm ? std::string_view(digest).substr(colon + 1) : std::string_view();
+  if (!algorithm || hex.size() != 2 * digest::digest_size(*algorithm) || !util::is_lower_hex(hex, hex.size())) {
+    key.assign(1, k_not_a_digest);
+    key += digest;
+    return key;
+  }
+  key.assign(1, algorithm_byte(*algorithm));
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    key += static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1]));
+  }
+  return key;
+}
+
+// What raw_key() was made from.
+std::string
+digest_of_raw_key(std::string_view key)
+{
+  if (key.front() == k_not_a_digest) {
+    return std::string(key.substr(1));
+  }
+  const auto algorithm = static_cast<digest::Algorithm>(static_cast<unsigned char>(key.front()));
+  key.remove_prefix(1);
+  return store::DigestKey{algorithm, util::to_hex(reinterpret_cast<const unsigned char*>(key.data()), key.size())}
+    .str();
+}
+
 } // namespace
 
 Expected<Graph>
-collect_graph(const store::Store& store,
-              bool per_target,
-              std::vector<store::LogProblem>& problems,
-              bool with_events,
-              const PackageIndex* packages)
+collect_graph(const store::Store& store, const GraphOptions& options, std::vector<store::LogProblem>& problems)
 {
   Graph graph;
   auto ok = for_each_indexed_event(
@@ -41,86 +115,152 @@ collect_graph(const store::Store& store,
   if (!ok) {
     return ok.error();
   }
+  // Nodes by number while collecting: a store of a million artifacts names
+  // a consumer node per input relation.
+  std::vector<std::string> nodes;
+  std::unordered_map<std::string, uint32_t> node_ids;
+  std::string node_name;
   auto node = [&](const store::Event& event) {
-    return per_target ? event.project + "/" + event.target : event.project;
+    node_name = event.project;
+    if (options.per_target) {
+      node_name += '/';
+      node_name += event.target;
+    }
+    auto [it, added] = node_ids.try_emplace(node_name, static_cast<uint32_t>(nodes.size()));
+    if (added) {
+      nodes.push_back(node_name);
+    }
+    return it->second;
   };
   // Producers and installs are in the build index itself; manifests hold
-  // consumed edges only. Hashed: a store of a million artifacts looks up
-  // a digest per input relation.
-  std::unordered_map<std::string, std::string> producer_of;                       // digest -> node
-  std::unordered_map<std::string, std::pair<std::string, std::string>> installed; // digest -> (from, installer node)
-  std::unordered_map<std::string, std::string> package_of;                        // path -> its package's node
+  // consumed edges only. By raw digest: a store of a million artifacts
+  // looks up a digest per input relation.
+  RawDigests<uint32_t> producer_of;                        // digest -> node
+  RawDigests<std::pair<std::string, uint32_t>> installed;  // digest -> (from, installer node)
+  std::unordered_map<std::string, std::string> package_of; // path -> its package's node
+  std::string key;
   for (const auto& event : graph.events) {
     if (event.event == store::EventKind::produced) {
-      producer_of[event.digest] = node(event);
+      producer_of[raw_key(event.digest, key)] = node(event);
     } else if (event.event == store::EventKind::installed) {
-      installed.try_emplace(event.digest, event.from, node(event));
+      std::string from; // a key of its own: `key` holds the digest's
+      raw_key(event.from, from);
+      installed.try_emplace(raw_key(event.digest, key), std::move(from), node(event));
     }
   }
-  // The consumer node's edge from whoever made `digest`, read at `path`.
-  auto add_edge = [&](const std::string& consumer, const std::string& digest, const std::string& path) {
-    const std::string name = store::lossy_text(file_name(path));
-    std::string producer;
-    if (auto it = producer_of.find(digest); it != producer_of.end()) {
+  // What passes along an edge between two recorded nodes: its files' names
+  // (each made once, not once per relation) and, for the page, digests.
+  struct Passed
+  {
+    std::set<std::string, std::less<>> names;
+    std::set<std::string> digests;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Passed> passed_between; // (producer, consumer) -> what passed
+  RawDigests<uint32_t> unproduced_ids;                            // digest -> its number
+  std::vector<std::vector<uint32_t>> unproduced_by_node;          // consumer node -> those numbers
+  // The consumer node's edge from whoever made the artifact of raw key
+  // `raw` (`digest` spells it, for the page), read at `path`.
+  auto add_edge = [&](uint32_t consumer, std::string_view raw, std::string_view path, const std::string* digest) {
+    uint32_t producer = 0;
+    if (auto it = producer_of.find(raw); it != producer_of.end()) {
       producer = it->second;
-    } else if (auto copy = installed.find(digest); copy != installed.end()) {
+    } else if (auto copy = installed.find(raw); copy != installed.end()) {
       // An installed copy leads to the build that made the file it was
       // installed from; a file installed from the source tree, to the
       // project that installed it.
       auto origin = producer_of.find(copy->second.first);
       producer = origin != producer_of.end() ? origin->second : copy->second.second;
     } else {
-      graph.unproduced[consumer].insert(digest);
+      auto id = unproduced_ids.find(raw);
+      if (id == unproduced_ids.end()) {
+        id = unproduced_ids.emplace(std::string(raw), static_cast<uint32_t>(unproduced_ids.size())).first;
+      }
+      if (unproduced_by_node.size() <= consumer) {
+        unproduced_by_node.resize(consumer + 1);
+      }
+      unproduced_by_node[consumer].push_back(id->second);
+      if (!options.unproduced_edges) {
+        return;
+      }
       std::string from(k_unproduced_node);
-      if (packages != nullptr) {
-        auto [known, added] = package_of.try_emplace(path);
-        if (added) {
-          auto origin = packages->owner(path);
+      if (options.packages != nullptr) {
+        auto [known, looked_up] = package_of.try_emplace(std::string(path));
+        if (looked_up) {
+          auto origin = options.packages->owner(known->first);
           known->second = origin ? package_node(*origin) : from;
         }
         from = known->second;
       }
-      graph.unproduced_edges[{from, consumer}].insert(name);
-      if (with_events) {
-        graph.digests[{from, consumer}].insert(digest);
+      const Edge edge{from, nodes[consumer]};
+      graph.unproduced_edges[edge].insert(store::lossy_text(file_name(path)));
+      if (digest != nullptr) {
+        graph.digests[edge].insert(*digest);
       }
       return;
     }
     if (producer != consumer) {
-      graph.edges[{producer, consumer}].insert(name);
-      if (with_events) {
-        graph.digests[{producer, consumer}].insert(digest);
+      Passed& passed = passed_between[{producer, consumer}];
+      const std::string_view name = file_name(path);
+      if (!passed.names.contains(name)) {
+        passed.names.insert(store::lossy_text(name));
+      }
+      if (digest != nullptr) {
+        passed.digests.insert(*digest);
       }
     }
   };
   // A manifest's edges are made one product at a time and, unless the
-  // caller wants the events, taken from its entries without making an
-  // event of each: a store of a million artifacts holds millions of them.
+  // caller wants the events, taken from its columns without making an
+  // event or an entry of each: a store of a million artifacts holds
+  // millions of them.
   ManifestInputs manifests(store);
   std::vector<store::Event> inputs;
-  std::string digest;
   for (const auto& event : graph.events) {
     if (event.event == store::EventKind::consumed) {
-      add_edge(node(event), event.digest, event.path);
-    } else if (!event.inputs.empty() && with_events) {
+      add_edge(node(event), raw_key(event.digest, key), event.path, options.with_events ? &event.digest : nullptr);
+    } else if (!event.inputs.empty() && options.with_events) {
       for (store::Event& input : manifests.of(event, problems)) {
-        add_edge(node(input), input.digest, input.path);
+        add_edge(node(input), raw_key(input.digest, key), input.path, &input.digest);
         inputs.push_back(std::move(input));
       }
     } else if (!event.inputs.empty() && event.event == store::EventKind::produced) {
-      const store::Manifest* manifest = manifests.manifest_of(event, problems);
-      if (manifest == nullptr) {
+      const store::ManifestColumns* columns = manifests.columns_of(event, problems);
+      if (columns == nullptr) {
         continue;
       }
-      const std::string consumer = node(event);
-      for (const store::ManifestEntry& entry : manifest->entries) {
-        digest = store::DigestKey{manifest->algorithm, entry.hex}.str();
-        add_edge(consumer, digest, entry.path);
+      const uint32_t consumer = node(event);
+      key.assign(1, algorithm_byte(columns->algorithm));
+      for (size_t i = 0; i < columns->size(); ++i) {
+        key.resize(1);
+        key += columns->raw_digest(i);
+        add_edge(consumer, key, columns->path(i), nullptr);
       }
     }
   }
   graph.events.insert(
     graph.events.end(), std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+  for (auto& [ends, passed] : passed_between) {
+    const Edge edge{nodes[ends.first], nodes[ends.second]};
+    graph.edges.emplace(edge, std::set<std::string>(passed.names.begin(), passed.names.end()));
+    if (options.with_events) {
+      graph.digests[edge] = std::move(passed.digests);
+    }
+  }
+  graph.unproduced_count = unproduced_ids.size();
+  if (options.with_events) {
+    graph.unproduced_digests.resize(unproduced_ids.size());
+    for (const auto& [raw, id] : unproduced_ids) {
+      graph.unproduced_digests[id] = digest_of_raw_key(raw);
+    }
+  }
+  for (size_t consumer = 0; consumer < unproduced_by_node.size(); ++consumer) {
+    std::vector<uint32_t>& ids = unproduced_by_node[consumer];
+    if (!ids.empty()) {
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      graph.unproduced[nodes[consumer]] = std::move(ids);
+    }
+  }
   return graph;
 }
 

@@ -9,12 +9,22 @@ namespace {
 // How many decoded manifests one command keeps (a few MB).
 constexpr size_t k_kept_manifests = 4096;
 
+constexpr std::string_view k_missing = "named as the inputs of a product, but not in the store";
+
 } // namespace
 
 std::string
 role_of(const store::Event& event)
 {
   return event.role.empty() ? std::string(store::role_name(store::Role::link)) : event.role;
+}
+
+void
+ManifestInputs::report(const std::string& key, std::string_view why, std::vector<store::LogProblem>& problems)
+{
+  if (m_reported.insert(key).second) {
+    problems.push_back({"manifest " + key, 0, std::string(why)});
+  }
 }
 
 const store::Manifest*
@@ -27,28 +37,62 @@ ManifestInputs::manifest(const std::string& key, std::vector<store::LogProblem>&
     m_manifests.clear();
   }
   auto& slot = m_manifests[key];
-  const std::string where = "manifest " + key;
-  auto report = [&](const std::string& why) {
-    if (m_reported.insert(key).second) {
-      problems.push_back({where, 0, why});
-    }
-    return nullptr;
-  };
   auto parsed = store::parse_digest_key(key);
   if (!parsed) {
-    return report(parsed.error().message);
+    report(key, parsed.error().message, problems);
+    return nullptr;
   }
   auto read = m_store.read_manifest(*parsed);
   if (!read) {
-    return report(read.error().message);
+    report(key, read.error().message, problems);
+    return nullptr;
   }
   if (!*read) {
     // put_manifest() stores the manifest before any event names it: this
     // one was lost, or set aside by fsck.
-    return report("named as the inputs of a product, but not in the store");
+    report(key, k_missing, problems);
+    return nullptr;
   }
   slot = std::move(**read);
   return &*slot;
+}
+
+const store::ManifestColumns*
+ManifestInputs::columns_of(const store::Event& produced, std::vector<store::LogProblem>& problems)
+{
+  if (produced.event != store::EventKind::produced || produced.inputs.empty()) {
+    return nullptr;
+  }
+  const std::string& key = produced.inputs;
+  if (m_reported.contains(key)) {
+    return nullptr;
+  }
+  auto parsed = store::parse_digest_key(key);
+  if (!parsed) {
+    report(key, parsed.error().message, problems);
+    return nullptr;
+  }
+  auto read = m_store.read_manifest_bytes(*parsed);
+  if (!read) {
+    report(key, read.error().message, problems);
+    return nullptr;
+  }
+  if (!*read) {
+    report(key, k_missing, problems);
+    return nullptr;
+  }
+  if (auto decoded = store::decode_manifest_columns(**read, "manifest " + key, m_columns);
+      decoded && m_columns.algorithm == parsed->algorithm) {
+    return &m_columns;
+  }
+  // What read_manifest() says of it: a copy that does not decode is read
+  // from its file there, and its errors name the file.
+  const store::Manifest* manifest = this->manifest(key, problems);
+  if (manifest == nullptr) {
+    return nullptr;
+  }
+  m_columns = store::columns_of_manifest(*manifest);
+  return &m_columns;
 }
 
 const store::Manifest*

@@ -42,14 +42,23 @@ public:
   // names none or it is unusable. Valid until the next call.
   const store::Manifest* manifest_of(const store::Event& produced, std::vector<store::LogProblem>& problems);
 
+  // The same manifest as columns (store::decode_manifest_columns()), read
+  // and decoded anew at each call into one buffer, without a ManifestEntry
+  // per entry: for a pass over a whole store, which reads each manifest
+  // about once. nullptr as manifest_of(). Valid until the next call.
+  const store::ManifestColumns* columns_of(const store::Event& produced, std::vector<store::LogProblem>& problems);
+
 private:
   const store::Manifest* manifest(const std::string& key, std::vector<store::LogProblem>& problems);
+  // Appends "manifest KEY: WHY" to `problems` the first time KEY is reported.
+  void report(const std::string& key, std::string_view why, std::vector<store::LogProblem>& problems);
 
   const store::Store& m_store;
   // By "sha256:<hex>"; nullopt: unusable. Bounded: a relink's manifest is
   // asked for again soon, and a whole store's would not fit.
   std::map<std::string, std::optional<store::Manifest>> m_manifests;
   std::set<std::string> m_reported; // unusable ones, each reported once
+  store::ManifestColumns m_columns;
 };
 
 // Appends to `events` (a build index's, or several) the consumed events of

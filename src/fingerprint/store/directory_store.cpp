@@ -510,6 +510,20 @@ DirectoryStore::read_whole(const std::string& relative) const
   return std::optional<std::string>(std::move(*bytes));
 }
 
+Expected<std::optional<std::string>>
+DirectoryStore::read_manifest_bytes(const DigestKey& key) const
+{
+  if (!m_root_fd) {
+    return std::optional<std::string>();
+  }
+  if (m_pack) {
+    if (auto packed = m_pack->manifest(key)) {
+      return std::optional<std::string>(std::string(*packed));
+    }
+  }
+  return read_whole(layout::manifest_file(key));
+}
+
 Expected<std::optional<Manifest>>
 DirectoryStore::read_manifest(const DigestKey& key) const
 {

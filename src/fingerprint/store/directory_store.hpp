@@ -91,6 +91,8 @@ public:
                               const Manifest& manifest,
                               Warnings* warnings = nullptr) const override;
   Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const override;
+  // The index pack's copy once a whole-store read loaded it, else the file.
+  Expected<std::optional<std::string>> read_manifest_bytes(const DigestKey& key) const override;
   Expected<bool> put_provenance(const BuildRef& build, const std::string& document) const override;
   Expected<std::optional<std::string>> read_provenance(const BuildRef& build) const override;
   Expected<bool> remove_provenance(const BuildRef& build, bool dry_run) const override;

@@ -184,42 +184,63 @@ parse_count(std::string_view text, uint64_t& value, uint64_t limit)
   return error == std::errc() && end == text.data() + text.size() && value <= limit;
 }
 
-// Checks one decoded entry against the one before it and the path rules.
+// Checks one decoded entry's path against the entry before it (`previous`
+// and its role; `first` when there is none) and the path rules.
 std::optional<std::string>
-entry_problem(const Manifest& manifest, const ManifestEntry& entry)
+entry_problem(bool first, std::string_view previous, Role previous_role, std::string_view path, Role role)
 {
-  if (!entry.path.starts_with('/') || entry.path.find('\0') != std::string::npos) {
+  if (!path.starts_with('/') || path.find('\0') != std::string_view::npos) {
     return "'s path is not absolute";
   }
-  if (!manifest.entries.empty()) {
-    const ManifestEntry& last = manifest.entries.back();
-    if (last.path > entry.path || (last.path == entry.path && last.role >= entry.role)) {
-      return " is out of order";
-    }
+  if (!first && (previous > path || (previous == path && previous_role >= role))) {
+    return " is out of order";
   }
   return std::nullopt;
 }
 
-// Reads one front-coded path after `previous` from `in`.
+// Reads one front-coded path after the last of `out`'s paths from `in`.
 bool
-get_path(std::string_view& in, const std::string& previous, std::string& path)
+get_path(std::string_view& in, ManifestColumns& out)
 {
   uint64_t shared = 0;
   uint64_t rest = 0;
+  const size_t read = out.path_ends.size();
+  const std::string_view previous = read == 0 ? std::string_view() : out.path(read - 1);
   if (!get_number(in, shared) || !get_number(in, rest) || shared > previous.size() || rest > in.size()) {
     return false;
   }
-  path.assign(previous, 0, shared);
-  path.append(in.substr(0, rest));
+  const size_t start = out.paths.size();
+  out.paths.append(out.paths, start - previous.size(), shared);
+  out.paths.append(in.substr(0, rest));
+  out.path_ends.push_back(out.paths.size());
   in.remove_prefix(rest);
   return true;
 }
 
 } // namespace
 
-Expected<Manifest>
-decode_manifest(std::string_view bytes, const std::string& where)
+std::string_view
+ManifestColumns::path(size_t i) const
 {
+  const size_t start = i == 0 ? 0 : path_ends[i - 1];
+  return std::string_view(paths).substr(start, path_ends[i] - start);
+}
+
+std::string_view
+ManifestColumns::raw_digest(size_t i) const
+{
+  const size_t bytes = digest::digest_size(algorithm);
+  return std::string_view(digests).substr(i * bytes, bytes);
+}
+
+Expected<void>
+decode_manifest_columns(std::string_view bytes, const std::string& where, ManifestColumns& out)
+{
+  out.roles.clear();
+  out.sizes.clear();
+  out.paths.clear();
+  out.path_ends.clear();
+  out.digests.clear();
   auto bad = [&](const std::string& why) { return make_error(where, "not an input manifest: " + why); };
   const bool version_1 = bytes.starts_with(k_magic_1);
   if (!version_1 && !bytes.starts_with(k_magic)) {
@@ -236,12 +257,11 @@ decode_manifest(std::string_view bytes, const std::string& where)
   if (space == std::string_view::npos) {
     return bad("its first line is cut short");
   }
-  Manifest manifest;
   const auto algorithm = digest::parse_algorithm(header.substr(0, space));
   if (!algorithm) {
     return bad("unknown digest algorithm '" + std::string(header.substr(0, space)) + "'");
   }
-  manifest.algorithm = *algorithm;
+  out.algorithm = *algorithm;
   std::string_view count_text = header.substr(space + 1);
   std::string_view packed_text;
   if (!version_1) {
@@ -256,14 +276,27 @@ decode_manifest(std::string_view bytes, const std::string& where)
   if (!parse_count(count_text, count, k_max_entries)) {
     return bad("its entry count '" + std::string(count_text) + "' is not a number");
   }
-  const size_t digest_bytes = digest::digest_size(manifest.algorithm);
-  manifest.entries.reserve(std::min<uint64_t>(count, bytes.size() / (digest_bytes + 1) + 1));
-  // `raw` holds at least digest_bytes bytes (checked by the callers).
-  auto take_digest = [&](std::string_view raw, std::string& hex) {
-    hex = util::to_hex(reinterpret_cast<const unsigned char*>(raw.data()), digest_bytes);
-  };
+  const size_t digest_bytes = digest::digest_size(out.algorithm);
+  const size_t expected = std::min<uint64_t>(count, bytes.size() / (digest_bytes + 1) + 1);
+  out.roles.reserve(expected);
+  out.sizes.reserve(expected);
+  out.path_ends.reserve(expected);
+  out.digests.reserve(expected * digest_bytes);
   auto entry_name = [](uint64_t i) { return "entry " + std::to_string(i + 1); };
-  std::string previous;
+  // The entry just read, checked against the one before it.
+  auto check_last = [&](uint64_t i) -> std::optional<std::string> {
+    const size_t n = out.size() - 1;
+    const bool first = n == 0;
+    auto problem = entry_problem(first,
+                                 first ? std::string_view() : out.path(n - 1),
+                                 first ? Role::link : out.roles[n - 1],
+                                 out.path(n),
+                                 out.roles[n]);
+    if (problem) {
+      return entry_name(i) + *problem;
+    }
+    return std::nullopt;
+  };
 
   if (version_1) {
     // Per entry: role code, raw digest, size, front-coded path.
@@ -271,30 +304,29 @@ decode_manifest(std::string_view bytes, const std::string& where)
       if (bytes.size() < 1 + digest_bytes) {
         return bad(entry_name(i) + " is cut short");
       }
-      ManifestEntry entry;
       const auto role = role_of_code(bytes.front());
       if (!role) {
         return bad(entry_name(i) + " has an unknown role");
       }
-      entry.role = *role;
-      take_digest(bytes.substr(1), entry.hex);
+      out.digests.append(bytes.substr(1, digest_bytes));
       bytes.remove_prefix(1 + digest_bytes);
-      if (!get_number(bytes, entry.size)) {
+      uint64_t size = 0;
+      if (!get_number(bytes, size)) {
         return bad(entry_name(i) + " has a damaged size");
       }
-      if (!get_path(bytes, previous, entry.path)) {
+      if (!get_path(bytes, out)) {
         return bad(entry_name(i) + " has a damaged path");
       }
-      if (auto problem = entry_problem(manifest, entry)) {
-        return bad(entry_name(i) + *problem);
+      out.roles.push_back(*role);
+      out.sizes.push_back(size);
+      if (auto problem = check_last(i)) {
+        return bad(*problem);
       }
-      previous = entry.path;
-      manifest.entries.push_back(std::move(entry));
     }
     if (!bytes.empty()) {
       return bad(std::to_string(bytes.size()) + " bytes after its last entry");
     }
-    return manifest;
+    return {};
   }
 
   // Version 2: the packed columns deflated, then the raw digests.
@@ -315,10 +347,10 @@ decode_manifest(std::string_view bytes, const std::string& where)
                + std::to_string(compressed.size()) + " compressed bytes can hold");
   }
   std::string_view digests = bytes.substr(compressed.size());
-  std::string packed(packed_size, '\0');
+  out.packed.resize(packed_size);
   uLongf unpacked_size = static_cast<uLongf>(packed_size);
   uLong compressed_size = static_cast<uLong>(compressed.size());
-  const int inflated = uncompress2(reinterpret_cast<Bytef*>(packed.data()),
+  const int inflated = uncompress2(reinterpret_cast<Bytef*>(out.packed.data()),
                                    &unpacked_size,
                                    reinterpret_cast<const Bytef*>(compressed.data()),
                                    &compressed_size);
@@ -327,37 +359,75 @@ decode_manifest(std::string_view bytes, const std::string& where)
                  ? "out of memory inflating its entries"
                  : "its entries do not inflate to the " + std::to_string(packed_size) + " bytes its first line says");
   }
-  std::string_view roles = std::string_view(packed).substr(0, count);
-  std::string_view rest = std::string_view(packed).substr(count);
-  std::vector<uint64_t> sizes(count);
+  const std::string_view roles = std::string_view(out.packed).substr(0, count);
+  std::string_view rest = std::string_view(out.packed).substr(count);
   for (uint64_t i = 0; i < count; ++i) {
-    if (!get_number(rest, sizes[i])) {
+    uint64_t size = 0;
+    if (!get_number(rest, size)) {
       return bad(entry_name(i) + " has a damaged size");
     }
+    out.sizes.push_back(size);
   }
+  out.digests.assign(digests);
   for (uint64_t i = 0; i < count; ++i) {
-    ManifestEntry entry;
     const auto role = role_of_code(roles[i]);
     if (!role) {
       return bad(entry_name(i) + " has an unknown role");
     }
-    entry.role = *role;
-    entry.size = sizes[i];
-    if (!get_path(rest, previous, entry.path)) {
+    out.roles.push_back(*role);
+    if (!get_path(rest, out)) {
       return bad(entry_name(i) + " has a damaged path");
     }
-    take_digest(digests, entry.hex);
-    digests.remove_prefix(digest_bytes);
-    if (auto problem = entry_problem(manifest, entry)) {
-      return bad(entry_name(i) + *problem);
+    if (auto problem = check_last(i)) {
+      return bad(*problem);
     }
-    previous = entry.path;
-    manifest.entries.push_back(std::move(entry));
   }
   if (!rest.empty()) {
     return bad(std::to_string(rest.size()) + " packed bytes after its last entry");
   }
+  return {};
+}
+
+Manifest
+manifest_of_columns(const ManifestColumns& columns)
+{
+  Manifest manifest;
+  manifest.algorithm = columns.algorithm;
+  manifest.entries.resize(columns.size());
+  for (size_t i = 0; i < columns.size(); ++i) {
+    ManifestEntry& entry = manifest.entries[i];
+    entry.role = columns.roles[i];
+    const std::string_view raw = columns.raw_digest(i);
+    entry.hex = util::to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
+    entry.size = columns.sizes[i];
+    entry.path = columns.path(i);
+  }
   return manifest;
+}
+
+ManifestColumns
+columns_of_manifest(const Manifest& manifest)
+{
+  ManifestColumns columns;
+  columns.algorithm = manifest.algorithm;
+  for (const ManifestEntry& entry : manifest.entries) {
+    columns.roles.push_back(entry.role);
+    columns.sizes.push_back(entry.size);
+    columns.paths += entry.path;
+    columns.path_ends.push_back(columns.paths.size());
+    put_raw_digest(columns.digests, entry.hex);
+  }
+  return columns;
+}
+
+Expected<Manifest>
+decode_manifest(std::string_view bytes, const std::string& where)
+{
+  ManifestColumns columns;
+  if (auto decoded = decode_manifest_columns(bytes, where, columns); !decoded) {
+    return decoded.error();
+  }
+  return manifest_of_columns(columns);
 }
 
 Expected<DigestKey>

@@ -68,6 +68,36 @@ std::string encode(const Manifest& manifest);
 // wrong, `where` names the file.
 Expected<Manifest> decode_manifest(std::string_view bytes, const std::string& where);
 
+// A manifest as columns, decoded without making a ManifestEntry (two
+// strings) of each entry: what a query over a whole store reads, a million
+// entries at a time. One is reused from manifest to manifest.
+struct ManifestColumns
+{
+  digest::Algorithm algorithm = digest::k_default_algorithm;
+  std::vector<Role> roles;
+  std::vector<uint64_t> sizes;
+  std::string paths;             // every entry's path, one after another
+  std::vector<size_t> path_ends; // where each ends in `paths`
+  std::string digests;           // every raw digest, one after another
+  std::string packed;            // the inflated columns (a buffer)
+
+  size_t
+  size() const
+  {
+    return roles.size();
+  }
+  std::string_view path(size_t i) const;
+  std::string_view raw_digest(size_t i) const; // digest::digest_size(algorithm) bytes
+};
+
+// decode_manifest(), into `out` (its buffers reused); on an error `out`
+// holds part of the entries.
+Expected<void> decode_manifest_columns(std::string_view bytes, const std::string& where, ManifestColumns& out);
+
+// The entries of `columns`, each a ManifestEntry, and back.
+Manifest manifest_of_columns(const ManifestColumns& columns);
+ManifestColumns columns_of_manifest(const Manifest& manifest);
+
 // The manifest's name: its algorithm's digest of its encoded bytes.
 Expected<DigestKey> manifest_key(digest::Algorithm algorithm, std::string_view encoded);
 

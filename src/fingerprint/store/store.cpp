@@ -65,6 +65,20 @@ Store::read_manifest(const DigestKey&) const
   return std::optional<Manifest>();
 }
 
+Expected<std::optional<std::string>>
+Store::read_manifest_bytes(const DigestKey& key) const
+{
+  auto manifest = read_manifest(key);
+  if (!manifest) {
+    return manifest.error();
+  }
+  if (!*manifest) {
+    return std::optional<std::string>();
+  }
+  normalize(**manifest);
+  return std::optional<std::string>(encode(**manifest));
+}
+
 Expected<bool>
 Store::put_provenance(const BuildRef&, const std::string&) const
 {

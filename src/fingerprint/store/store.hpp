@@ -204,6 +204,10 @@ public:
 
   // The manifest called `key`; nullopt when the store does not have it.
   virtual Expected<std::optional<Manifest>> read_manifest(const DigestKey& key) const;
+  // Its stored bytes (manifest.hpp's encoding), for a reader that decodes
+  // its columns (decode_manifest_columns()) rather than one entry at a
+  // time. The default encodes what read_manifest() gives.
+  virtual Expected<std::optional<std::string>> read_manifest_bytes(const DigestKey& key) const;
 
   // The manifests that list the artifact `input`, each once (the manifest
   // says in which roles). Unreadable entries of the reverse index are

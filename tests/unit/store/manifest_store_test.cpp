@@ -153,6 +153,48 @@ TEST(ManifestBytes, RoundTripThroughEncodeAndDecode)
   EXPECT_EQ(encode(*decoded), bytes);
 }
 
+// The columns a whole-store query decodes into, one buffer for every
+// manifest: the same entries as decode_manifest() makes, whatever the
+// manifest before them left in the buffer.
+TEST(ManifestBytes, ColumnsHoldTheEntriesAndOneBufferServesManyManifests)
+{
+  Manifest large;
+  for (int i = 0; i < 40; ++i) {
+    std::string hex = hex_of(static_cast<char>('a' + i % 6));
+    hex.replace(0, 8, std::to_string(20000000 + i));
+    large.entries.push_back({i % 2 ? Role::compile : Role::link,
+                             hex,
+                             static_cast<uint64_t>(100 + i),
+                             "/usr/include/deep/tree/of/headers/h" + std::to_string(i) + ".h"});
+  }
+  normalize(large);
+  const Manifest small = sample_manifest();
+  ManifestColumns columns;
+  for (const Manifest* manifest : std::initializer_list<const Manifest*>{&large, &small, &large}) {
+    for (const std::string& bytes : {encode(*manifest), version_1(*manifest)}) {
+      auto decoded = decode_manifest_columns(bytes, "m", columns);
+      ASSERT_TRUE(decoded) << decoded.error().message;
+      ASSERT_EQ(columns.size(), manifest->entries.size());
+      for (size_t i = 0; i < columns.size(); ++i) {
+        const ManifestEntry& entry = manifest->entries[i];
+        EXPECT_EQ(columns.roles[i], entry.role) << i;
+        EXPECT_EQ(columns.sizes[i], entry.size) << i;
+        EXPECT_EQ(columns.path(i), entry.path) << i;
+        EXPECT_EQ(columns.raw_digest(i), raw_of(entry.hex)) << i;
+      }
+      EXPECT_EQ(manifest_of_columns(columns).entries, manifest->entries);
+      EXPECT_EQ(encode(manifest_of_columns(columns_of_manifest(*manifest))), encode(*manifest));
+    }
+  }
+  // A damaged one is refused as decode_manifest() refuses it.
+  std::string cut = encode(small);
+  cut.resize(cut.size() - 40);
+  auto refused = decode_manifest_columns(cut, "the/file", columns);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("the/file: not an input manifest"), std::string::npos)
+    << refused.error().message;
+}
+
 TEST(ManifestBytes, PathsAndSizesAreDeflated)
 {
   // 200 headers of one tree: what a compile of a large project reads.
