@@ -248,6 +248,25 @@ run "$FP" --store H graph --format svg
 summary "$T/out" svg hidden-svg.json
 expect_json hidden-svg.json "sorted(d['nodes']) == ['apps', 'core']" "graph --format svg: the two projects only"
 expect_in out "3 toolchain/system files hidden" "and dot's SVG says how many it left out"
+# Many of them, some read by two projects: each counted once, over the
+# projects drawn.
+mkdir -p many
+for i in $(seq 0 169); do printf 'header %d\n' "$i" >"many/h$i.h"; done
+run "$FP" --store H2 record --build-dir "$T" --project core --target lib --build-id 1 --produced lib.so
+run "$FP" --store H2 record --build-dir "$T" --project apps --target app --build-id 1 --produced app --consumed lib.so \
+  --compiled $(seq -f 'many/h%g.h' 0 149)
+run "$FP" --store H2 record --build-dir "$T" --project tools --target tool --build-id 1 --produced bundle.tar \
+  --consumed lib.so --compiled $(seq -f 'many/h%g.h' 100 169)
+expect_rc 0 "record two projects that read 150 and 70 headers, 50 of them the same"
+run "$FP" --store H2 graph
+expect_eq "$OUT" "core -> apps  (lib.so)
+core -> tools  (lib.so)
+170 toolchain/system files hidden (no fingerprinted build produced them; --all shows them)" \
+  "graph: 170 different files left out, each counted once"
+run "$FP" --store H2 graph --format json --project tools
+expect_json "$T/out" "d['hidden_files'] == 70" "graph --project tools: the 70 that tools read"
+run "$FP" --store H2 graph --format json --project apps
+expect_json "$T/out" "d['hidden_files'] == 150" "graph --project apps: the 150 that apps read"
 run "$FP" --store H graph --format html --output hidden.html
 summary hidden.html html hidden.json
 expect_json_each hidden.json <<EOF

@@ -30,34 +30,110 @@ file_name(std::string_view path)
 }
 
 // Digests as keys: one byte for the algorithm, then the raw bytes, half of
-// "sha256:<hex>" and hashed by 8 of those bytes (a digest's bytes are as
-// good a hash as any). A text that is not a digest key is its own key,
-// after a byte no algorithm has. Not noexcept, so that libstdc++ keeps each
-// key's hash in its node and a lookup compares those, not the keys, on
-// its way along a bucket (the keys are on the heap: a cache miss each).
-struct RawHash
+// "sha256:<hex>". A text that is not a digest key is its own key, after a
+// byte no algorithm has.
+constexpr char k_not_a_digest = '\xff';
+
+uint64_t
+key_hash(std::string_view key)
 {
-  using is_transparent = void;
+  if (key.size() >= 9 && key.front() != k_not_a_digest) {
+    // A digest's bytes are as good a hash as any.
+    uint64_t word = 0;
+    std::memcpy(&word, key.data() + 1, sizeof word);
+    return word;
+  }
+  uint64_t hash = 0xcbf29ce484222325ULL; // FNV-1a
+  for (const char c : key) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+// Keys numbered 0, 1, 2... as first added: one open-addressing table (a
+// slot holds 32 bits of the key's hash and its number) over one buffer of
+// the keys. A lookup reads one slot and, when the hash bits match, the key:
+// a store of a million artifacts looks up a digest per input relation, and
+// a table of nodes (std::unordered_map) took three cache misses for each.
+class KeyNumbers
+{
+public:
+  static constexpr uint32_t k_none = UINT32_MAX;
+
+  uint32_t
+  find(std::string_view key) const
+  {
+    const uint64_t slot = m_slots[probe(key, key_hash(key))];
+    return slot == 0 ? k_none : static_cast<uint32_t>(slot) - 1;
+  }
+
+  // Its number, new or not.
+  uint32_t
+  add(std::string_view key)
+  {
+    if ((size() + 1) * 2 > m_slots.size()) {
+      grow();
+    }
+    const uint64_t hash = key_hash(key);
+    uint64_t& slot = m_slots[probe(key, hash)];
+    if (slot == 0) {
+      m_keys.append(key);
+      m_ends.push_back(m_keys.size());
+      slot = (hash >> 32) << 32 | size();
+    }
+    return static_cast<uint32_t>(slot) - 1;
+  }
 
   size_t
-  operator()(std::string_view key) const
+  size() const
   {
-    uint64_t word = key.size();
-    if (key.size() >= 9) {
-      std::memcpy(&word, key.data() + 1, sizeof word);
-    } else {
-      for (const char c : key) {
-        word = word * 131 + static_cast<unsigned char>(c);
+    return m_ends.size();
+  }
+
+  std::string_view
+  key(uint32_t number) const
+  {
+    const size_t start = number == 0 ? 0 : m_ends[number - 1];
+    return std::string_view(m_keys).substr(start, m_ends[number] - start);
+  }
+
+private:
+  // The slot holding `key`, or the empty one where it would go.
+  size_t
+  probe(std::string_view key, uint64_t hash) const
+  {
+    const size_t mask = m_slots.size() - 1;
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint64_t slot = m_slots[i];
+      if (slot == 0
+          || (static_cast<uint32_t>(slot >> 32) == tag && this->key(static_cast<uint32_t>(slot) - 1) == key)) {
+        return i;
       }
     }
-    return static_cast<size_t>(word);
   }
+
+  void
+  grow()
+  {
+    std::vector<uint64_t> slots(m_slots.size() * 2);
+    const size_t mask = slots.size() - 1;
+    for (const uint64_t slot : m_slots) {
+      if (slot != 0) {
+        size_t i = key_hash(key(static_cast<uint32_t>(slot) - 1)) & mask;
+        while (slots[i] != 0) {
+          i = (i + 1) & mask;
+        }
+        slots[i] = slot;
+      }
+    }
+    m_slots = std::move(slots);
+  }
+
+  std::string m_keys;
+  std::vector<size_t> m_ends;
+  std::vector<uint64_t> m_slots = std::vector<uint64_t>(64); // (hash >> 32) << 32 | number + 1; 0: empty
 };
-
-template <typename Value>
-using RawDigests = std::unordered_map<std::string, Value, RawHash, std::equal_to<>>;
-
-constexpr char k_not_a_digest = '\xff';
 
 char
 algorithm_byte(digest::Algorithm algorithm)
@@ -135,17 +211,23 @@ collect_graph(const store::Store& store, const GraphOptions& options, std::vecto
   // Producers and installs are in the build index itself; manifests hold
   // consumed edges only. By raw digest: a store of a million artifacts
   // looks up a digest per input relation.
-  RawDigests<uint32_t> producer_of;                        // digest -> node
-  RawDigests<std::pair<std::string, uint32_t>> installed;  // digest -> (from, installer node)
-  std::unordered_map<std::string, std::string> package_of; // path -> its package's node
+  KeyNumbers products;                                       // digest -> number
+  std::vector<uint32_t> producer_of;                         // product's number -> node
+  KeyNumbers copies;                                         // installed copies' digests -> number
+  std::vector<std::pair<std::string, uint32_t>> copy_origin; // copy's number -> (from, installer node)
+  std::unordered_map<std::string, std::string> package_of;   // path -> its package's node
   std::string key;
   for (const auto& event : graph.events) {
     if (event.event == store::EventKind::produced) {
-      producer_of[raw_key(event.digest, key)] = node(event);
+      const uint32_t number = products.add(raw_key(event.digest, key));
+      producer_of.resize(products.size());
+      producer_of[number] = node(event);
     } else if (event.event == store::EventKind::installed) {
-      std::string from; // a key of its own: `key` holds the digest's
-      raw_key(event.from, from);
-      installed.try_emplace(raw_key(event.digest, key), std::move(from), node(event));
+      const uint32_t number = copies.add(raw_key(event.digest, key));
+      if (number == copy_origin.size()) {
+        std::string from;
+        copy_origin.emplace_back(raw_key(event.from, from), node(event));
+      }
     }
   }
   // What passes along an edge between two recorded nodes: its files' names
@@ -156,29 +238,26 @@ collect_graph(const store::Store& store, const GraphOptions& options, std::vecto
     std::set<std::string> digests;
   };
   std::map<std::pair<uint32_t, uint32_t>, Passed> passed_between; // (producer, consumer) -> what passed
-  RawDigests<uint32_t> unproduced_ids;                            // digest -> its number
+  KeyNumbers unproduced;                                          // digest -> its number
   std::vector<std::vector<uint32_t>> unproduced_by_node;          // consumer node -> those numbers
   // The consumer node's edge from whoever made the artifact of raw key
   // `raw` (`digest` spells it, for the page), read at `path`.
   auto add_edge = [&](uint32_t consumer, std::string_view raw, std::string_view path, const std::string* digest) {
     uint32_t producer = 0;
-    if (auto it = producer_of.find(raw); it != producer_of.end()) {
-      producer = it->second;
-    } else if (auto copy = installed.find(raw); copy != installed.end()) {
+    if (const uint32_t product = products.find(raw); product != KeyNumbers::k_none) {
+      producer = producer_of[product];
+    } else if (const uint32_t copy = copies.find(raw); copy != KeyNumbers::k_none) {
       // An installed copy leads to the build that made the file it was
       // installed from; a file installed from the source tree, to the
       // project that installed it.
-      auto origin = producer_of.find(copy->second.first);
-      producer = origin != producer_of.end() ? origin->second : copy->second.second;
+      const uint32_t origin = products.find(copy_origin[copy].first);
+      producer = origin != KeyNumbers::k_none ? producer_of[origin] : copy_origin[copy].second;
     } else {
-      auto id = unproduced_ids.find(raw);
-      if (id == unproduced_ids.end()) {
-        id = unproduced_ids.emplace(std::string(raw), static_cast<uint32_t>(unproduced_ids.size())).first;
-      }
+      const uint32_t id = unproduced.add(raw);
       if (unproduced_by_node.size() <= consumer) {
         unproduced_by_node.resize(consumer + 1);
       }
-      unproduced_by_node[consumer].push_back(id->second);
+      unproduced_by_node[consumer].push_back(id);
       if (!options.unproduced_edges) {
         return;
       }
@@ -246,11 +325,11 @@ collect_graph(const store::Store& store, const GraphOptions& options, std::vecto
       graph.digests[edge] = std::move(passed.digests);
     }
   }
-  graph.unproduced_count = unproduced_ids.size();
+  graph.unproduced_count = unproduced.size();
   if (options.with_events) {
-    graph.unproduced_digests.resize(unproduced_ids.size());
-    for (const auto& [raw, id] : unproduced_ids) {
-      graph.unproduced_digests[id] = digest_of_raw_key(raw);
+    graph.unproduced_digests.reserve(unproduced.size());
+    for (uint32_t id = 0; id < unproduced.size(); ++id) {
+      graph.unproduced_digests.push_back(digest_of_raw_key(unproduced.key(id)));
     }
   }
   for (size_t consumer = 0; consumer < unproduced_by_node.size(); ++consumer) {
