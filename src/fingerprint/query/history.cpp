@@ -43,14 +43,18 @@ versions_at(const store::Store& store, const std::set<std::string>& paths, std::
     return collected.error();
   }
   ManifestInputs manifests(store);
+  auto listed = [&](std::string_view path) {
+    return std::any_of(paths.begin(), paths.end(), [&](const std::string& wanted) { return wanted == path; });
+  };
   for (const store::Event& product : products) {
-    // Most manifests list none of the paths: looked at as they are, and
+    // Most manifests list none of the paths: looked at as columns, and
     // made into events only when one does.
-    const store::Manifest* manifest = manifests.manifest_of(product, problems);
-    if (manifest == nullptr
-        || std::none_of(manifest->entries.begin(), manifest->entries.end(), [&](const store::ManifestEntry& entry) {
-             return paths.contains(entry.path);
-           })) {
+    const store::ManifestColumns* columns = manifests.columns_of(product, problems);
+    bool lists_one = false;
+    for (size_t i = 0; columns != nullptr && i < columns->size() && !lists_one; ++i) {
+      lists_one = listed(columns->path(i));
+    }
+    if (!lists_one) {
       continue;
     }
     for (const store::Event& input : manifests.of(product, problems)) {
