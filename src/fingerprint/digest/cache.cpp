@@ -117,16 +117,23 @@ struct DigestCache::Table
     }
   }
 
+  // Where slot `index` (taken modulo the slot count) begins, in words.
+  uint64_t
+  slot_word(uint64_t index) const
+  {
+    return k_header_words + (index & (k_slot_count - 1)) * slot_words;
+  }
+
   uint64_t*
   slot(uint64_t index) const
   {
-    return words + k_header_words + (index & (k_slot_count - 1)) * slot_words;
+    return words + slot_word(index);
   }
 
   off_t
   slot_offset(uint64_t index) const
   {
-    return static_cast<off_t>((k_header_words + (index & (k_slot_count - 1)) * slot_words) * sizeof(uint64_t));
+    return static_cast<off_t>(slot_word(index) * sizeof(uint64_t));
   }
 };
 
@@ -172,6 +179,9 @@ digest_words(Algorithm algorithm)
 {
   return (digest_size(algorithm) + 7) / 8;
 }
+
+// The most any algorithm needs: SHA-512 and BLAKE2b-512, 64 bytes.
+constexpr size_t k_max_digest_words = 8;
 
 size_t
 table_bytes(Algorithm algorithm)
@@ -362,7 +372,7 @@ DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
   const size_t words = digest_words(algorithm);
   // The key's window of slots, in one read (two where it wraps around the
   // table's end).
-  std::array<uint64_t, k_probe*(k_key_words + 8)> window;
+  std::array<uint64_t, k_probe*(k_key_words + k_max_digest_words)> window;
   const uint64_t home = home_slot(identity) & (k_slot_count - 1);
   const uint64_t before_end = std::min<uint64_t>(k_probe, k_slot_count - home);
   const size_t slot_bytes = table->slot_words * sizeof(uint64_t);
@@ -370,13 +380,13 @@ DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
     const auto want = static_cast<ssize_t>(count * slot_bytes);
     return ::pread(table->fd.get(), into, static_cast<size_t>(want), table->slot_offset(first)) == want;
   };
-  if (table->slot_words > k_key_words + 8 || !read_slots(home, before_end, window.data())
+  if (table->slot_words > k_key_words + k_max_digest_words || !read_slots(home, before_end, window.data())
       || (before_end < k_probe
           && !read_slots(0, k_probe - before_end, window.data() + before_end * table->slot_words))) {
     table->broken = true; // cut short under us, or not a table this version reads
     return std::nullopt;
   }
-  uint64_t digest[8];
+  uint64_t digest[k_max_digest_words];
   bool found = false;
   for (uint64_t probe = 0; probe < k_probe && !found; ++probe) {
     const uint64_t* slot = window.data() + probe * table->slot_words;
@@ -415,7 +425,7 @@ DigestCache::store(Algorithm algorithm,
     return;
   }
   const size_t words = digest_words(algorithm);
-  uint64_t digest[8] = {};
+  uint64_t digest[k_max_digest_words] = {};
   auto* bytes = reinterpret_cast<unsigned char*>(digest);
   if (!util::is_lower_hex(hex, 2 * digest_size(algorithm))) {
     return;
