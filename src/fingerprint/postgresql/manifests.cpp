@@ -66,6 +66,29 @@ PostgresStore::read_manifest_bytes(const DigestKey& key) const
   if (!m_has_schema) {
     return std::optional<std::string>();
   }
+  if (m_whole_store_read && !m_all_manifests) {
+    auto all =
+      Session(m_connection->conn, m_location)
+        .run("reading the input manifests", "SELECT digest, encode(bytes, 'hex') FROM fingerprint_manifests", {});
+    if (!all) {
+      return all.error();
+    }
+    PGresult* rows = all->get();
+    m_all_manifests.emplace();
+    m_all_manifests->reserve(static_cast<size_t>(PQntuples(rows)));
+    for (int row = 0; row < PQntuples(rows); ++row) {
+      // One that does not read back is read again by itself, below, and
+      // reported there.
+      if (auto bytes = postgresql::bytes_of_hex(PQgetvalue(rows, row, 1))) {
+        m_all_manifests->emplace(PQgetvalue(rows, row, 0), std::move(*bytes));
+      }
+    }
+  }
+  if (m_all_manifests) {
+    if (auto found = m_all_manifests->find(key.str()); found != m_all_manifests->end()) {
+      return std::optional<std::string>(found->second);
+    }
+  }
   auto result = Session(m_connection->conn, m_location)
                   .run("reading input manifest " + key.str(),
                        "SELECT encode(bytes, 'hex') FROM fingerprint_manifests WHERE digest = $1",

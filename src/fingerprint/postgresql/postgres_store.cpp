@@ -251,6 +251,7 @@ PostgresStore::for_each_build(const std::string& project, const BuildVisitor& ea
   if (!m_has_schema) {
     return {};
   }
+  m_whole_store_read = m_whole_store_read || project.empty();
   // Sorted here, not by the server: a sort of whole rows spills to disk
   // at the default work_mem (54 ms for 9,200 rows), sorting row numbers
   // takes 2 ms. Builds in byte order, as list_builds sorts them.

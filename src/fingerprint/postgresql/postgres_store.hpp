@@ -4,8 +4,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace fingerprint::store {
 
@@ -101,6 +103,12 @@ private:
   std::string m_location;
   std::unique_ptr<Connection> m_connection;
   bool m_has_schema = false; // false: reading a database we never wrote to
+  // Set by a read of every build: the manifests are then read all at once
+  // (one statement, not one a manifest), at the first that is asked for.
+  // Content-addressed: a copy is never out of date, and one added since is
+  // read by itself.
+  mutable bool m_whole_store_read = false;
+  mutable std::optional<std::unordered_map<std::string, std::string>> m_all_manifests; // "sha256:<hex>" -> bytes
 };
 
 } // namespace fingerprint::store
