@@ -427,12 +427,8 @@ DigestCache::store(Algorithm algorithm,
   const size_t words = digest_words(algorithm);
   uint64_t digest[k_max_digest_words] = {};
   auto* bytes = reinterpret_cast<unsigned char*>(digest);
-  if (!util::is_lower_hex(hex, 2 * digest_size(algorithm))) {
+  if (hex.size() != 2 * digest_size(algorithm) || !util::from_hex(hex, bytes)) {
     return;
-  }
-  for (size_t i = 0; i < digest_size(algorithm); ++i) {
-    const auto nibble = [](char c) { return static_cast<unsigned char>(c <= '9' ? c - '0' : c - 'a' + 10); };
-    bytes[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
   }
   Table* table = this->table(algorithm, true);
   if (table == nullptr || table->broken) {

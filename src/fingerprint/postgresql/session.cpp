@@ -57,19 +57,9 @@ hex_of(std::string_view bytes)
 std::optional<std::string>
 bytes_of_hex(std::string_view hex)
 {
-  auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
-  if (hex.size() % 2 != 0) {
-    return std::nullopt;
-  }
   std::string bytes;
-  bytes.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int high = nibble(hex[i]);
-    const int low = nibble(hex[i + 1]);
-    if (high < 0 || low < 0) {
-      return std::nullopt;
-    }
-    bytes += static_cast<char>(high << 4 | low);
+  if (!util::append_from_hex(hex, bytes)) {
+    return std::nullopt;
   }
   return bytes;
 }

@@ -141,12 +141,6 @@ algorithm_byte(digest::Algorithm algorithm)
   return static_cast<char>(algorithm);
 }
 
-int
-nibble(char c)
-{
-  return c <= '9' ? c - '0' : c - 'a' + 10;
-}
-
 // The key of "<algorithm>:<hex>", in `key` (a buffer).
 const std::string&
 raw_key(const std::string& digest, std::string& key)
@@ -155,15 +149,14 @@ raw_key(const std::string& digest, std::string& key)
   const auto algorithm =
     colon == std::string::npos ? std::nullopt : digest::parse_algorithm(std::string_view(digest).substr(0, colon));
   const std::string_view hex = algorithm ? std::string_view(digest).substr(colon + 1) : std::string_view();
-  if (!algorithm || hex.size() != 2 * digest::digest_size(*algorithm) || !util::is_lower_hex(hex, hex.size())) {
-    key.assign(1, k_not_a_digest);
-    key += digest;
-    return key;
+  if (algorithm && hex.size() == 2 * digest::digest_size(*algorithm)) {
+    key.assign(1, algorithm_byte(*algorithm));
+    if (util::append_from_hex(hex, key)) {
+      return key;
+    }
   }
-  key.assign(1, algorithm_byte(*algorithm));
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    key += static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1]));
-  }
+  key.assign(1, k_not_a_digest);
+  key += digest;
   return key;
 }
 

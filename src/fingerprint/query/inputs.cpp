@@ -27,6 +27,32 @@ ManifestInputs::report(const std::string& key, std::string_view why, std::vector
   }
 }
 
+template <typename Value>
+std::optional<Value>
+ManifestInputs::read(const std::string& key,
+                     Reader<Value> reader,
+                     store::DigestKey& parsed,
+                     std::vector<store::LogProblem>& problems)
+{
+  auto key_read = store::parse_digest_key(key);
+  if (!key_read) {
+    report(key, key_read.error().message, problems);
+    return std::nullopt;
+  }
+  parsed = std::move(*key_read);
+  auto read = (m_store.*reader)(parsed);
+  if (!read) {
+    report(key, read.error().message, problems);
+    return std::nullopt;
+  }
+  if (!*read) {
+    // put_manifest() stores the manifest before any event names it: this
+    // one was lost, or set aside by fsck.
+    report(key, k_missing, problems);
+  }
+  return std::move(*read);
+}
+
 const store::Manifest*
 ManifestInputs::manifest(const std::string& key, std::vector<store::LogProblem>& problems)
 {
@@ -37,24 +63,9 @@ ManifestInputs::manifest(const std::string& key, std::vector<store::LogProblem>&
     m_manifests.clear();
   }
   auto& slot = m_manifests[key];
-  auto parsed = store::parse_digest_key(key);
-  if (!parsed) {
-    report(key, parsed.error().message, problems);
-    return nullptr;
-  }
-  auto read = m_store.read_manifest(*parsed);
-  if (!read) {
-    report(key, read.error().message, problems);
-    return nullptr;
-  }
-  if (!*read) {
-    // put_manifest() stores the manifest before any event names it: this
-    // one was lost, or set aside by fsck.
-    report(key, k_missing, problems);
-    return nullptr;
-  }
-  slot = std::move(**read);
-  return &*slot;
+  store::DigestKey parsed;
+  slot = read<store::Manifest>(key, &store::Store::read_manifest, parsed, problems);
+  return slot ? &*slot : nullptr;
 }
 
 const store::ManifestColumns*
@@ -67,22 +78,13 @@ ManifestInputs::columns_of(const store::Event& produced, std::vector<store::LogP
   if (m_reported.contains(key)) {
     return nullptr;
   }
-  auto parsed = store::parse_digest_key(key);
-  if (!parsed) {
-    report(key, parsed.error().message, problems);
+  store::DigestKey parsed;
+  const auto bytes = read<std::string>(key, &store::Store::read_manifest_bytes, parsed, problems);
+  if (!bytes) {
     return nullptr;
   }
-  auto read = m_store.read_manifest_bytes(*parsed);
-  if (!read) {
-    report(key, read.error().message, problems);
-    return nullptr;
-  }
-  if (!*read) {
-    report(key, k_missing, problems);
-    return nullptr;
-  }
-  if (auto decoded = store::decode_manifest_columns(**read, "manifest " + key, m_columns);
-      decoded && m_columns.algorithm == parsed->algorithm) {
+  if (auto decoded = store::decode_manifest_columns(*bytes, "manifest " + key, m_columns);
+      decoded && m_columns.algorithm == parsed.algorithm) {
     return &m_columns;
   }
   // What read_manifest() says of it: a copy that does not decode is read

@@ -47,21 +47,6 @@ get_number(std::string_view& in, uint64_t& value)
   return false;
 }
 
-int
-nibble(char c)
-{
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-// Appends the bytes a lower-hex digest spells.
-void
-put_raw_digest(std::string& out, std::string_view hex)
-{
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out += static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1]));
-  }
-}
-
 } // namespace
 
 std::string_view
@@ -168,7 +153,7 @@ encode(const Manifest& manifest)
   out += '\n';
   out += compressed;
   for (const ManifestEntry& entry : manifest.entries) {
-    put_raw_digest(out, entry.hex);
+    util::append_from_hex(entry.hex, out);
   }
   return out;
 }
@@ -415,7 +400,7 @@ columns_of_manifest(const Manifest& manifest)
     columns.sizes.push_back(entry.size);
     columns.paths += entry.path;
     columns.path_ends.push_back(columns.paths.size());
-    put_raw_digest(columns.digests, entry.hex);
+    util::append_from_hex(entry.hex, columns.digests);
   }
   return columns;
 }
@@ -445,7 +430,7 @@ std::string
 reverse_line(const DigestKey& manifest)
 {
   std::string raw;
-  put_raw_digest(raw, manifest.hex);
+  util::append_from_hex(manifest.hex, raw);
   std::string line;
   line.reserve(raw.size() + 2);
   for (const char c : raw) {

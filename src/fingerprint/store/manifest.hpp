@@ -60,7 +60,8 @@ void normalize(Manifest& manifest);
 // size (LEB128), then every path front-coded against the one before (bytes
 // shared, then the rest: two LEB128 numbers and the bytes); then every
 // raw digest, which does not compress. About 42 bytes per input where a
-// JSON event took 400. `manifest` must be normalized.
+// JSON event took 400. `manifest` must be normalized, and each entry's hex
+// the algorithm's digest in lowercase (as a Hasher gives it).
 std::string encode(const Manifest& manifest);
 
 // Reads what encode() wrote, or version 1 (per entry: role code, raw

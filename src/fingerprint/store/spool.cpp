@@ -274,12 +274,6 @@ checked_manifest(const DigestKey& key, const std::string& encoded, const std::st
   return manifest;
 }
 
-int
-hex_nibble(char c)
-{
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 // One manifest line: {"manifest": "sha256:<hex>", "bytes": "<hex of its bytes>"}.
 Expected<EntryManifest>
 parse_manifest_line(std::string_view line, const std::string& where)
@@ -301,17 +295,8 @@ parse_manifest_line(std::string_view line, const std::string& where)
   } catch (const nlohmann::json::exception& error) {
     return make_error(where, error.what());
   }
-  if (hex.size() % 2 != 0) {
+  if (!util::append_from_hex(hex, read.encoded)) {
     return make_error(where, "input manifest " + read.key.str() + ": its bytes are not hex");
-  }
-  read.encoded.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int high = hex_nibble(hex[i]);
-    const int low = hex_nibble(hex[i + 1]);
-    if (high < 0 || low < 0) {
-      return make_error(where, "input manifest " + read.key.str() + ": its bytes are not hex");
-    }
-    read.encoded += static_cast<char>(high << 4 | low);
   }
   auto manifest = checked_manifest(read.key, read.encoded, where);
   if (!manifest) {

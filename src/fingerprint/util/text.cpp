@@ -19,6 +19,45 @@ to_hex(const unsigned char* data, size_t size)
   return result;
 }
 
+namespace {
+
+int
+hex_digit(char c)
+{
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+} // namespace
+
+bool
+from_hex(std::string_view hex, unsigned char* out)
+{
+  if (hex.size() % 2 != 0) {
+    return false;
+  }
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int high = hex_digit(hex[i]);
+    const int low = hex_digit(hex[i + 1]);
+    if (high < 0 || low < 0) {
+      return false;
+    }
+    out[i / 2] = static_cast<unsigned char>(high << 4 | low);
+  }
+  return true;
+}
+
+bool
+append_from_hex(std::string_view hex, std::string& out)
+{
+  const size_t before = out.size();
+  out.resize(before + hex.size() / 2);
+  if (!from_hex(hex, reinterpret_cast<unsigned char*>(out.data() + before))) {
+    out.resize(before);
+    return false;
+  }
+  return true;
+}
+
 bool
 is_lower_hex(std::string_view text, size_t length)
 {

@@ -13,6 +13,15 @@ namespace fingerprint::util {
 // Lowercase hexadecimal of `size` bytes.
 std::string to_hex(const unsigned char* data, size_t size);
 
+// What to_hex() reads back: the hex.size() / 2 bytes that lowercase
+// hexadecimal `hex` spells, into `out`. False for an odd length or any
+// other character, and `out` is then left part written.
+bool from_hex(std::string_view hex, unsigned char* out);
+
+// The same appended to `out`; false, and `out` as it was, for text that
+// is not lowercase hexadecimal.
+bool append_from_hex(std::string_view hex, std::string& out);
+
 // `value` as 16 lowercase hexadecimal digits (a checksum in a text file).
 std::string hex64(uint64_t value);
 

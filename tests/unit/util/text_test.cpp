@@ -21,6 +21,29 @@ TEST(Text, HexAndHexValidation)
   EXPECT_FALSE(is_lower_hex("009ffg", 6));
 }
 
+TEST(Text, FromHexReadsBackWhatToHexWrote)
+{
+  std::string every_byte;
+  for (int b = 0; b < 256; ++b) {
+    every_byte += static_cast<char>(b);
+  }
+  const std::string hex = to_hex(reinterpret_cast<const unsigned char*>(every_byte.data()), every_byte.size());
+  std::string out = "kept";
+  ASSERT_TRUE(append_from_hex(hex, out));
+  EXPECT_EQ(out, "kept" + every_byte);
+
+  unsigned char two[2] = {};
+  EXPECT_TRUE(from_hex("a05f", two));
+  EXPECT_EQ(two[0], 0xa0);
+  EXPECT_EQ(two[1], 0x5f);
+  // Not lowercase hex: refused, and the string left as it was.
+  for (const char* bad : {"abc", "0G", "A0", "0:", "/0", "g0", " 0"}) {
+    out = "kept";
+    EXPECT_FALSE(append_from_hex(bad, out)) << bad;
+    EXPECT_EQ(out, "kept") << bad;
+  }
+}
+
 TEST(Text, EditDistance)
 {
   EXPECT_EQ(edit_distance("show", "show"), 0u);
