@@ -87,7 +87,10 @@ expect_rc 0 "a summary line older than its index is no problem"
 fresh_builds S >expected.json
 run "$FP" --store S builds --json
 expect_same_file out expected.json "builds after an append answers as from the indexes"
-expect_json_each "$T/out" <<<"with the new product counted :: [b['produced'] for b in d if b['project'] == 'apps'] == [2]"
+expect_json_each "$T/out" <<CHECKS
+with the new product counted :: [b['produced'] for b in d if b['project'] == 'apps'] == [2]
+lib.so, read by both products, counted once beside lib.h :: [b['consumed'] for b in d if b['project'] == 'apps'] == [2]
+CHECKS
 run "$FP" --store S gc --older-than 36500d
 expect_rc 0 "gc brings the summary up to date"
 expect_in_file() { grep -q -- "$2" "$1"; }

@@ -931,6 +931,36 @@ TEST_P(StoreConformance, ABuildsProvenanceIsWrittenOnceAndReadBackAsWritten)
   EXPECT_FALSE(store->read_provenance(build).value());
 }
 
+// After a read of every build (which a database follows by reading every
+// build's provenance at once), each build's provenance reads as it does
+// alone, and a document added or removed since shows.
+TEST_P(StoreConformance, ProvenanceAfterAReadOfEveryBuildIsEachBuildsOwn)
+{
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  auto document = [](const std::string& b, const std::string& commit) {
+    return R"({"provenance":1,"project":"p","build":")" + b + R"(","source":{"commit":")" + commit + "\"}}\n";
+  };
+  const BuildRef first{"p", "1-0badcafe"}, second{"p", "2-0badcafe"};
+  ASSERT_TRUE(store->append({produced(numbered_key(0x71), "p", first.build)}));
+  ASSERT_TRUE(store->append({produced(numbered_key(0x72), "p", second.build)}));
+  ASSERT_TRUE(store->put_provenance(first, document(first.build, "aaaa")).value());
+  size_t builds = 0;
+  ASSERT_TRUE(store->for_each_build({}, [&](const BuildRef&, LogContents&) { ++builds; }));
+  EXPECT_EQ(builds, 2U);
+  auto read = store->read_provenance(first);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_TRUE(*read) << "the first build's provenance, after a read of every build";
+  EXPECT_EQ(**read, document(first.build, "aaaa"));
+  EXPECT_FALSE(store->read_provenance(second).value()) << "the second build has none";
+  ASSERT_TRUE(store->put_provenance(second, document(second.build, "bbbb")).value());
+  read = store->read_provenance(second);
+  ASSERT_TRUE(read && *read) << "a document added since reads back";
+  EXPECT_EQ(**read, document(second.build, "bbbb"));
+  ASSERT_TRUE(store->remove_provenance(first, false).value());
+  EXPECT_FALSE(store->read_provenance(first).value()) << "a document removed since is gone";
+}
+
 // A call through the recorder's way (manifest first, then one produced
 // event per product naming it): consumers, chains and records answer the
 // same on both backends, with each entry's role and path; an unchanged

@@ -32,6 +32,9 @@ std::optional<Algorithm> parse_algorithm(std::string_view name);
 // Bytes in one digest.
 size_t digest_size(Algorithm algorithm);
 
+// The most digest_size() gives (SHA-512's and BLAKE2b-512's).
+inline constexpr size_t k_max_digest_size = 64;
+
 // The OpenSSL implementation, fetched once per process and then shared by all
 // threads: EVP_MD_fetch goes through the provider store under a lock, and
 // doing it per file was a measured bottleneck (docs/ARCHITECTURE.md, "The digest engine").

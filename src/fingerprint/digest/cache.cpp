@@ -181,7 +181,7 @@ digest_words(Algorithm algorithm)
 }
 
 // The most any algorithm needs: SHA-512 and BLAKE2b-512, 64 bytes.
-constexpr size_t k_max_digest_words = 8;
+constexpr size_t k_max_digest_words = k_max_digest_size / sizeof(uint64_t);
 
 size_t
 table_bytes(Algorithm algorithm)

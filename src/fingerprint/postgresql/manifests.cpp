@@ -67,9 +67,8 @@ PostgresStore::read_manifest_bytes(const DigestKey& key) const
     return std::optional<std::string>();
   }
   if (m_whole_store_read && !m_all_manifests) {
-    auto all =
-      Session(m_connection->conn, m_location)
-        .run("reading the input manifests", "SELECT digest, encode(bytes, 'hex') FROM fingerprint_manifests", {});
+    auto all = Session(m_connection->conn, m_location)
+                 .run_binary("reading the input manifests", "SELECT digest, bytes FROM fingerprint_manifests");
     if (!all) {
       return all.error();
     }
@@ -77,11 +76,8 @@ PostgresStore::read_manifest_bytes(const DigestKey& key) const
     m_all_manifests.emplace();
     m_all_manifests->reserve(static_cast<size_t>(PQntuples(rows)));
     for (int row = 0; row < PQntuples(rows); ++row) {
-      // One that does not read back is read again by itself, below, and
-      // reported there.
-      if (auto bytes = postgresql::bytes_of_hex(PQgetvalue(rows, row, 1))) {
-        m_all_manifests->emplace(PQgetvalue(rows, row, 0), std::move(*bytes));
-      }
+      m_all_manifests->emplace(std::string(PQgetvalue(rows, row, 0), static_cast<size_t>(PQgetlength(rows, row, 0))),
+                               std::string(PQgetvalue(rows, row, 1), static_cast<size_t>(PQgetlength(rows, row, 1))));
     }
   }
   if (m_all_manifests) {

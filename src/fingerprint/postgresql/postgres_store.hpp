@@ -109,6 +109,14 @@ private:
   // read by itself.
   mutable bool m_whole_store_read = false;
   mutable std::optional<std::unordered_map<std::string, std::string>> m_all_manifests; // "sha256:<hex>" -> bytes
+  // So is every build's provenance (`builds` asked for it one statement a
+  // build: 10,000 round trips at 1,000,000 artifacts). A build's document
+  // is written once; any change this process makes to the table forgets
+  // the copies.
+  mutable std::optional<std::unordered_map<std::string, std::string>> m_all_provenance; // project '\0' build
+  // The table is made by the first build that records provenance; until
+  // then each read failed, and wrote an error to the server's log.
+  mutable bool m_no_provenance_table = false;
 };
 
 } // namespace fingerprint::store

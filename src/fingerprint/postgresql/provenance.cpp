@@ -66,29 +66,60 @@ PostgresStore::put_provenance(const BuildRef& build, const std::string& document
   if (!inserted) {
     return inserted.error();
   }
+  m_no_provenance_table = false;
+  m_all_provenance.reset();
   return std::string_view(PQcmdTuples(inserted->get())) != "0";
 }
 
 Expected<std::optional<std::string>>
 PostgresStore::read_provenance(const BuildRef& build) const
 {
-  if (!m_has_schema) {
+  if (!m_has_schema || m_no_provenance_table) {
     return std::optional<std::string>();
   }
   const Session session(m_connection->conn, m_location);
-  auto result = session.run("reading " + what_of(build),
-                            "SELECT document FROM fingerprint_provenance WHERE project = $1 AND build = $2",
-                            {build.project, build.build});
-  if (!result) {
+  // A missing table reads as no provenance; other failures are errors.
+  auto failed = [&](const Error& error) -> Expected<std::optional<std::string>> {
     if (session.last_state() == k_undefined_table) {
+      m_no_provenance_table = true;
       return std::optional<std::string>();
     }
-    return result.error();
+    return error;
+  };
+  std::string document;
+  if (m_whole_store_read && !m_all_provenance) {
+    auto all = session.run_binary("reading the builds' provenance",
+                                  "SELECT project, build, document FROM fingerprint_provenance");
+    if (!all) {
+      return failed(all.error());
+    }
+    PGresult* rows = all->get();
+    m_all_provenance.emplace();
+    for (int row = 0; row < PQntuples(rows); ++row) {
+      auto value = [&](int column) {
+        return std::string(PQgetvalue(rows, row, column), static_cast<size_t>(PQgetlength(rows, row, column)));
+      };
+      m_all_provenance->emplace(value(0) + '\0' + value(1), value(2));
+    }
   }
-  if (PQntuples(result->get()) == 0) {
-    return std::optional<std::string>();
+  if (m_all_provenance) {
+    const auto found = m_all_provenance->find(build.project + '\0' + build.build);
+    if (found == m_all_provenance->end()) {
+      return std::optional<std::string>();
+    }
+    document = found->second;
+  } else {
+    auto result = session.run("reading " + what_of(build),
+                              "SELECT document FROM fingerprint_provenance WHERE project = $1 AND build = $2",
+                              {build.project, build.build});
+    if (!result) {
+      return failed(result.error());
+    }
+    if (PQntuples(result->get()) == 0) {
+      return std::optional<std::string>();
+    }
+    document = PQgetvalue(result->get(), 0, 0);
   }
-  std::string document = PQgetvalue(result->get(), 0, 0);
   if (auto checked = parse_provenance(document, build, m_location + ": " + what_of(build)); !checked) {
     return checked.error();
   }
@@ -105,6 +136,7 @@ PostgresStore::remove_provenance(const BuildRef& build, bool dry_run) const
   const char* sql = dry_run ? "SELECT 1 FROM fingerprint_provenance WHERE project = $1 AND build = $2"
                             : "DELETE FROM fingerprint_provenance WHERE project = $1 AND build = $2";
   auto result = session.run("removing " + what_of(build), sql, {build.project, build.build});
+  m_all_provenance.reset();
   if (!result) {
     if (session.last_state() == k_undefined_table) {
       return false;

@@ -112,15 +112,28 @@ is_unavailable_connect_message(std::string_view message)
 Expected<Result>
 Session::run(std::string_view what, const char* sql, const std::vector<std::string>& params) const
 {
+  return execute(what, sql, params, false);
+}
+
+Expected<Result>
+Session::run_binary(std::string_view what, const char* sql, const std::vector<std::string>& params) const
+{
+  return execute(what, sql, params, true);
+}
+
+Expected<Result>
+Session::execute(std::string_view what, const char* sql, const std::vector<std::string>& params, bool binary) const
+{
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& param : params) {
     values.push_back(param.c_str());
   }
   Result result(
-    values.empty()
+    values.empty() && !binary
       ? PQexec(m_conn, sql)
-      : PQexecParams(m_conn, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0),
+      : PQexecParams(
+        m_conn, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, binary ? 1 : 0),
     &PQclear);
   const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {

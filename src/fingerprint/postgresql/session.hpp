@@ -71,6 +71,14 @@ public:
   // (the schema's migrations).
   Expected<Result> run(std::string_view what, const char* sql, const std::vector<std::string>& params = {}) const;
 
+  // One statement, its result's values in binary form: a bytea's bytes as
+  // stored and a text's bytes as they are (PQgetlength says how many), not
+  // hex to decode, which took a whole-store read of the manifests twice
+  // the bytes on the wire and 14% of `builds`' time at 1,000,000 artifacts.
+  Expected<Result> run_binary(std::string_view what,
+                              const char* sql,
+                              const std::vector<std::string>& params = {}) const;
+
   const std::string&
   location() const
   {
@@ -105,6 +113,11 @@ public:
   }
 
 private:
+  Expected<Result> execute(std::string_view what,
+                           const char* sql,
+                           const std::vector<std::string>& params,
+                           bool binary) const;
+
   PGconn* m_conn;
   const std::string& m_location;
   mutable std::string m_last_state;

@@ -27,30 +27,27 @@ ManifestInputs::report(const std::string& key, std::string_view why, std::vector
   }
 }
 
-template <typename Value>
-std::optional<Value>
-ManifestInputs::read(const std::string& key,
-                     Reader<Value> reader,
-                     store::DigestKey& parsed,
-                     std::vector<store::LogProblem>& problems)
+template <typename Read>
+bool
+ManifestInputs::read(const std::string& key, std::vector<store::LogProblem>& problems, Read&& read)
 {
-  auto key_read = store::parse_digest_key(key);
-  if (!key_read) {
-    report(key, key_read.error().message, problems);
-    return std::nullopt;
+  auto parsed = store::parse_digest_key(key);
+  if (!parsed) {
+    report(key, parsed.error().message, problems);
+    return false;
   }
-  parsed = std::move(*key_read);
-  auto read = (m_store.*reader)(parsed);
-  if (!read) {
-    report(key, read.error().message, problems);
-    return std::nullopt;
+  Expected<bool> found = read(*parsed);
+  if (!found) {
+    report(key, found.error().message, problems);
+    return false;
   }
-  if (!*read) {
+  if (!*found) {
     // put_manifest() stores the manifest before any event names it: this
     // one was lost, or set aside by fsck.
     report(key, k_missing, problems);
+    return false;
   }
-  return std::move(*read);
+  return true;
 }
 
 const store::Manifest*
@@ -63,8 +60,14 @@ ManifestInputs::manifest(const std::string& key, std::vector<store::LogProblem>&
     m_manifests.clear();
   }
   auto& slot = m_manifests[key];
-  store::DigestKey parsed;
-  slot = read<store::Manifest>(key, &store::Store::read_manifest, parsed, problems);
+  read(key, problems, [&](const store::DigestKey& parsed) -> Expected<bool> {
+    auto manifest = m_store.read_manifest(parsed);
+    if (!manifest) {
+      return manifest.error();
+    }
+    slot = std::move(*manifest);
+    return slot.has_value();
+  });
   return slot ? &*slot : nullptr;
 }
 
@@ -78,23 +81,9 @@ ManifestInputs::columns_of(const store::Event& produced, std::vector<store::LogP
   if (m_reported.contains(key)) {
     return nullptr;
   }
-  store::DigestKey parsed;
-  const auto bytes = read<std::string>(key, &store::Store::read_manifest_bytes, parsed, problems);
-  if (!bytes) {
-    return nullptr;
-  }
-  if (auto decoded = store::decode_manifest_columns(*bytes, "manifest " + key, m_columns);
-      decoded && m_columns.algorithm == parsed.algorithm) {
-    return &m_columns;
-  }
-  // What read_manifest() says of it: a copy that does not decode is read
-  // from its file there, and its errors name the file.
-  const store::Manifest* manifest = this->manifest(key, problems);
-  if (manifest == nullptr) {
-    return nullptr;
-  }
-  m_columns = store::columns_of_manifest(*manifest);
-  return &m_columns;
+  const bool found = read(
+    key, problems, [&](const store::DigestKey& parsed) { return m_store.read_manifest_columns(parsed, m_columns); });
+  return found ? &m_columns : nullptr;
 }
 
 const store::Manifest*

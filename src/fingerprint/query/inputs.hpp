@@ -51,18 +51,11 @@ public:
 private:
   const store::Manifest* manifest(const std::string& key, std::vector<store::LogProblem>& problems);
 
-  // store::Store::read_manifest or read_manifest_bytes.
-  template <typename Value>
-  using Reader = Expected<std::optional<Value>> (store::Store::*)(const store::DigestKey&) const;
-
-  // Parses `key` into `parsed` and reads it with `reader`. A key that does
-  // not parse, a read that fails and a manifest not in the store are
-  // reported and give nullopt.
-  template <typename Value>
-  std::optional<Value> read(const std::string& key,
-                            Reader<Value> reader,
-                            store::DigestKey& parsed,
-                            std::vector<store::LogProblem>& problems);
+  // Parses `key` and reads it with `read` (DigestKey -> Expected<bool>,
+  // true: found). A key that does not parse, a read that fails and a
+  // manifest not in the store are reported, and give false.
+  template <typename Read>
+  bool read(const std::string& key, std::vector<store::LogProblem>& problems, Read&& read);
   // Appends "manifest KEY: WHY" to `problems` the first time KEY is reported.
   void report(const std::string& key, std::string_view why, std::vector<store::LogProblem>& problems);
 

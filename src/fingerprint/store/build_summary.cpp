@@ -52,6 +52,19 @@ key_of(const BuildRef& ref)
   return ref.project + '\0' + ref.build;
 }
 
+// A consumed digest as a fixed-width key, to be counted once: its
+// algorithm, then its raw bytes (zeros after them).
+using RawDigest = std::array<unsigned char, 1 + digest::k_max_digest_size>;
+
+RawDigest
+raw_digest(digest::Algorithm algorithm, std::string_view raw)
+{
+  RawDigest key{};
+  key[0] = static_cast<unsigned char>(algorithm);
+  std::copy(raw.begin(), raw.end(), key.begin() + 1);
+  return key;
+}
+
 } // namespace
 
 BuildSummary
@@ -63,9 +76,25 @@ summarize_build(const Store& store,
   BuildSummary summary;
   summary.ref = ref;
   std::set<std::string> produced;
-  std::set<std::string> consumed;
-  std::map<std::string, std::optional<Manifest>> manifests; // an unchanged relink names the same one
-  const Event* last = nullptr;                              // whose build_dir and host the summary has
+  // The digests consumed: the manifests' entries (about 100 a product) and
+  // old consumed events, raw; a digest an old event names that does not
+  // parse, as written.
+  std::vector<RawDigest> consumed;
+  std::set<std::string> consumed_unparsed;
+  auto consumed_event = [&](const std::string& digest) {
+    const auto key = parse_digest_key(digest);
+    std::string raw;
+    if (key && util::append_from_hex(key->hex, raw) && raw.size() == digest::digest_size(key->algorithm)) {
+      consumed.push_back(raw_digest(key->algorithm, raw));
+    } else {
+      consumed_unparsed.insert(digest);
+    }
+  };
+  // A manifest is read as columns, once (an unchanged relink names the same
+  // one again); true: it has entries.
+  std::map<std::string, bool> manifests;
+  ManifestColumns columns;
+  const Event* last = nullptr; // whose build_dir and host the summary has
   const Event* last_with_inputs = nullptr;
   auto seen_time = [&](const std::string& time) {
     if (summary.first_time.empty() || time < summary.first_time) {
@@ -81,7 +110,7 @@ summarize_build(const Store& store,
         produced.insert(event.digest);
         break;
       case EventKind::consumed:
-        consumed.insert(event.digest);
+        consumed_event(event.digest);
         break;
       case EventKind::installed:
         ++summary.installed;
@@ -90,28 +119,26 @@ summarize_build(const Store& store,
     if (event.event != EventKind::produced || event.inputs.empty()) {
       continue;
     }
-    auto [slot, added] = manifests.try_emplace(event.inputs);
+    auto [slot, added] = manifests.try_emplace(event.inputs, false);
     if (added) {
       const std::string where = "manifest " + event.inputs;
       auto key = parse_digest_key(event.inputs);
-      if (!key) {
-        problems.push_back({where, 0, key.error().message});
-      } else if (auto read = store.read_manifest(*key); !read) {
+      auto read = key ? store.read_manifest_columns(*key, columns) : Expected<bool>(key.error());
+      if (!read) {
         problems.push_back({where, 0, read.error().message});
       } else if (!*read) {
         problems.push_back({where, 0, "named as the inputs of a product, but not in the store"});
       } else {
-        slot->second = std::move(**read);
+        slot->second = columns.size() > 0;
+        for (size_t i = 0; i < columns.size(); ++i) {
+          consumed.push_back(raw_digest(columns.algorithm, columns.raw_digest(i)));
+        }
       }
     }
-    if (!slot->second || slot->second->entries.empty()) {
-      continue;
-    }
-    // Its edges are the product's event with the entry's digest and path:
-    // the same time, tree and host.
-    last_with_inputs = &event;
-    for (const ManifestEntry& entry : slot->second->entries) {
-      consumed.insert(DigestKey{slot->second->algorithm, entry.hex}.str());
+    if (slot->second) {
+      // Its edges are the product's event with the entry's digest and
+      // path: the same time, tree and host.
+      last_with_inputs = &event;
     }
   }
   // The manifests' edges come after the index's events (builds reads them
@@ -121,7 +148,9 @@ summarize_build(const Store& store,
     summary.host = named->host;
   }
   summary.produced = produced.size();
-  summary.consumed = consumed.size();
+  std::sort(consumed.begin(), consumed.end());
+  summary.consumed =
+    static_cast<uint64_t>(std::unique(consumed.begin(), consumed.end()) - consumed.begin()) + consumed_unparsed.size();
   return summary;
 }
 

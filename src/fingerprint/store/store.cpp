@@ -80,6 +80,30 @@ Store::read_manifest_bytes(const DigestKey& key) const
 }
 
 Expected<bool>
+Store::read_manifest_columns(const DigestKey& key, ManifestColumns& columns) const
+{
+  auto bytes = read_manifest_bytes(key);
+  if (!bytes) {
+    return bytes.error();
+  }
+  if (!*bytes) {
+    return false;
+  }
+  if (decode_manifest_columns(**bytes, "manifest " + key.str(), columns) && columns.algorithm == key.algorithm) {
+    return true;
+  }
+  auto manifest = read_manifest(key);
+  if (!manifest) {
+    return manifest.error();
+  }
+  if (!*manifest) {
+    return false;
+  }
+  columns = columns_of_manifest(**manifest);
+  return true;
+}
+
+Expected<bool>
 Store::put_provenance(const BuildRef&, const std::string&) const
 {
   return Error{location() + ": this store keeps no build provenance"};

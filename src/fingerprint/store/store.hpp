@@ -208,6 +208,11 @@ public:
   // its columns (decode_manifest_columns()) rather than one entry at a
   // time. The default encodes what read_manifest() gives.
   virtual Expected<std::optional<std::string>> read_manifest_bytes(const DigestKey& key) const;
+  // The manifest as columns, into `columns` (its buffers reused): its
+  // stored bytes decoded, or, when they do not decode, what read_manifest()
+  // reads (a damaged copy is read from its file there, and an error names
+  // the file). False when the store does not have it.
+  Expected<bool> read_manifest_columns(const DigestKey& key, ManifestColumns& columns) const;
 
   // The manifests that list the artifact `input`, each once (the manifest
   // says in which roles). Unreadable entries of the reverse index are
