@@ -9,8 +9,6 @@ namespace {
 // How many decoded manifests one command keeps (a few MB).
 constexpr size_t k_kept_manifests = 4096;
 
-constexpr std::string_view k_missing = "named as the inputs of a product, but not in the store";
-
 } // namespace
 
 std::string
@@ -42,9 +40,7 @@ ManifestInputs::read(const std::string& key, std::vector<store::LogProblem>& pro
     return false;
   }
   if (!*found) {
-    // put_manifest() stores the manifest before any event names it: this
-    // one was lost, or set aside by fsck.
-    report(key, k_missing, problems);
+    report(key, store::k_manifest_missing, problems);
     return false;
   }
   return true;

@@ -82,9 +82,10 @@ summarize_build(const Store& store,
   std::vector<RawDigest> consumed;
   std::set<std::string> consumed_unparsed;
   auto consumed_event = [&](const std::string& digest) {
-    const auto key = parse_digest_key(digest);
-    std::string raw;
-    if (key && util::append_from_hex(key->hex, raw) && raw.size() == digest::digest_size(key->algorithm)) {
+    // parse_digest_key() takes only the algorithm's length of lowercase hex.
+    if (const auto key = parse_digest_key(digest)) {
+      std::string raw;
+      util::append_from_hex(key->hex, raw);
       consumed.push_back(raw_digest(key->algorithm, raw));
     } else {
       consumed_unparsed.insert(digest);
@@ -121,13 +122,11 @@ summarize_build(const Store& store,
     }
     auto [slot, added] = manifests.try_emplace(event.inputs, false);
     if (added) {
-      const std::string where = "manifest " + event.inputs;
       auto key = parse_digest_key(event.inputs);
       auto read = key ? store.read_manifest_columns(*key, columns) : Expected<bool>(key.error());
-      if (!read) {
-        problems.push_back({where, 0, read.error().message});
-      } else if (!*read) {
-        problems.push_back({where, 0, "named as the inputs of a product, but not in the store"});
+      if (!read || !*read) {
+        problems.push_back(
+          {"manifest " + event.inputs, 0, !read ? read.error().message : std::string(k_manifest_missing)});
       } else {
         slot->second = columns.size() > 0;
         for (size_t i = 0; i < columns.size(); ++i) {

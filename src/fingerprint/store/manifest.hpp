@@ -99,6 +99,11 @@ Expected<void> decode_manifest_columns(std::string_view bytes, const std::string
 Manifest manifest_of_columns(const ManifestColumns& columns);
 ManifestColumns columns_of_manifest(const Manifest& manifest);
 
+// What a reader says of a manifest that a product names and the store does
+// not have: put_manifest() stores it before any event names it, so it was
+// lost, or set aside by fsck.
+inline constexpr std::string_view k_manifest_missing = "named as the inputs of a product, but not in the store";
+
 // The manifest's name: its algorithm's digest of its encoded bytes.
 Expected<DigestKey> manifest_key(digest::Algorithm algorithm, std::string_view encoded);
 

@@ -89,7 +89,9 @@ Store::read_manifest_columns(const DigestKey& key, ManifestColumns& columns) con
   if (!*bytes) {
     return false;
   }
-  if (decode_manifest_columns(**bytes, "manifest " + key.str(), columns) && columns.algorithm == key.algorithm) {
+  // Its error goes unused (read_manifest() says what is wrong, naming the
+  // file), so no name is made for it per manifest.
+  if (decode_manifest_columns(**bytes, std::string(), columns) && columns.algorithm == key.algorithm) {
     return true;
   }
   auto manifest = read_manifest(key);
