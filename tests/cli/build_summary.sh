@@ -11,22 +11,6 @@ set -euo pipefail
 GEN=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../bench/store_gen.py")
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
-# summary_rewrite FILE PYTHON-EXPR: rewrites FILE's build lines (each `l`, a
-# list of its words) by the expression, with a correct end line.
-summary_rewrite() {
-  python3 - "$1" "$2" <<'EOF'
-import sys
-path, expr = sys.argv[1], sys.argv[2]
-lines = open(path, "rb").read().decode().split("\n")
-head, body = lines[0], [l.split(" ") for l in lines[1:-2]]
-body = [eval(expr) for l in body]
-text = head + "\n" + "".join(" ".join(l) + "\n" for l in body)
-h = 0xcbf29ce484222325
-for c in text.encode():
-    h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-open(path, "w").write(text + "end %d %016x\n" % (len(body), h))
-EOF
-}
 # fresh_builds STORE: `builds --json` of a copy of STORE without its summary.
 fresh_builds() {
   rm -rf "$T/fresh"

@@ -225,6 +225,23 @@ finish() {
   echo "$TEST_NAME: all $checks checks passed"
 }
 
+# summary_rewrite FILE PYTHON-EXPR: rewrites the build lines of FILE, a builds
+# summary's text (store/build_summary.hpp), (each `l`, a
+# list of its words) by the expression, with a correct end line.
+summary_rewrite() {
+  python3 - "$1" "$2" <<'EOF'
+import sys
+path, expr = sys.argv[1], sys.argv[2]
+lines = open(path, "rb").read().decode().split("\n")
+head, body = lines[0], [l.split(" ") for l in lines[1:-2]]
+body = [eval(expr) for l in body]
+text = head + "\n" + "".join(" ".join(l) + "\n" for l in body)
+h = 0xcbf29ce484222325
+for c in text.encode():
+    h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+open(path, "w").write(text + "end %d %016x\n" % (len(body), h))
+EOF
+}
 # fake_linker FILE <<'EOF' ... EOF: writes an executable "linker" FILE that
 # takes -o OUT and -Wl,--dependency-file=DEP into $out and $dep, writes
 # "linked" to $out, then runs the script read from standard input.

@@ -315,6 +315,38 @@ for x in lib.so app app2 sys/libc.so.6 prefix/lib/lib.so; do
   same 0 "after gc: consumers --transitive --json $x" consumers --transitive --json "$x"
 done
 same 0 "after gc: builds --json" builds --json
+# The builds summary in the database (fingerprint_build_summaries), as
+# build_summary.sh checks builds.summary: gc wrote it, and builds reads it.
+expect_eq "$(sql "$A" "SELECT count(*) FROM fingerprint_build_summaries")" 1 "gc writes the builds summary into the database"
+# Used: a line changed under an unchanged stamp shows in the answer, and
+# fsck calls it damage until --repair writes it anew.
+sql "$A" "SELECT summary FROM fingerprint_build_summaries" | head -c -1 >pg.summary
+summary_rewrite pg.summary 'l[:6] + ["7"] + l[7:] if l[0] == "core" else l'
+sql "$A" "UPDATE fingerprint_build_summaries SET summary = convert_from(decode('$(od -An -tx1 -v pg.summary | tr -d ' \n')', 'hex'), 'UTF8')" >/dev/null
+run "$FP" --store "$A" builds --json
+expect_json_each "$T/out" <<<"the database's summary is what builds reads :: [b['produced'] for b in d if b['project'] == 'core'] == [7]"
+run "$FP" --store "$A" fsck --json
+expect_rc 1 "fsck of the database: a summary line that does not match its build index is a problem"
+expect_json_each "$T/out" <<<"named with the table :: [f['file'] for f in d['problems']] == ['fingerprint_build_summaries']"
+run "$FP" --store "$A" fsck --repair
+expect_rc 0 "fsck --repair of the database mends the summary"
+expect_in out "written anew" "by writing it anew"
+same 0 "after fsck --repair: builds --json" builds --json
+# Out of date: an append to a summarized build changes its stamp, and new
+# builds have no line yet (read in one statement, with the input manifests
+# their products name, whose inputs the summary counts).
+rec --build-dir "$T/b5" --project misc --target more --build-id 2 --produced other
+for i in 1 2 3; do
+  printf 'build %s of many\n' "$i" >"many$i"
+  rec --build-dir "$T/b5" --project many --target m --build-id "$i" --produced "many$i" --consumed lib.so \
+    $(((i > 1)) && echo "many$((i - 1))")
+done
+run "$FP" migrate --from "$DIR" --to "$A"
+expect_rc 0 "migrate the appends"
+same 0 "a summary out of date: builds --json" builds --json
+same 0 "a summary out of date: builds --project misc --json" builds --project misc --json
+run "$FP" --store "$A" builds --project many --json
+expect_json_each "$T/out" <<<"the new builds' inputs are counted :: [b['consumed'] for b in d] == [1, 2, 2]"
 same 0 "after gc: graph --artifacts --format json" graph --artifacts --format json
 same 0 "after gc: why --json plugin.so lib.so" why --json plugin.so lib.so
 run "$FP" --store "$DIR" fsck --json

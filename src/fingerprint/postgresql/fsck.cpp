@@ -1,6 +1,7 @@
 #include <fingerprint/postgresql/postgres_store.hpp>
 #include <fingerprint/postgresql/schema.hpp>
 #include <fingerprint/postgresql/session.hpp>
+#include <fingerprint/store/build_summary.hpp>
 
 #include <set>
 
@@ -193,6 +194,8 @@ PostgresStore::fsck(const FsckOptions& options) const
     report.repaired = bad_ids.size();
     report.quarantine = "fingerprint_quarantine";
   }
+  // Last, once damaged rows are set aside: the summary made from the rest.
+  check_build_summaries(*this, report, options.repair, "fingerprint_build_summaries");
   if (options.progress) {
     options.progress(static_cast<size_t>(count), static_cast<size_t>(count));
   }

@@ -60,25 +60,33 @@ PostgresStore::remove_unused_manifests(const std::vector<DigestKey>& keys, bool 
   return static_cast<size_t>(std::strtoull(PQgetvalue(result->get(), 0, 0), nullptr, 10));
 }
 
+void
+PostgresStore::keep_manifests(PGresult* rows) const
+{
+  if (!m_all_manifests) {
+    m_all_manifests.emplace();
+  }
+  m_all_manifests->reserve(m_all_manifests->size() + static_cast<size_t>(PQntuples(rows)));
+  for (int row = 0; row < PQntuples(rows); ++row) {
+    m_all_manifests->emplace(std::string(PQgetvalue(rows, row, 0), static_cast<size_t>(PQgetlength(rows, row, 0))),
+                             std::string(PQgetvalue(rows, row, 1), static_cast<size_t>(PQgetlength(rows, row, 1))));
+  }
+}
+
 Expected<std::optional<std::string>>
 PostgresStore::read_manifest_bytes(const DigestKey& key) const
 {
   if (!m_has_schema) {
     return std::optional<std::string>();
   }
-  if (m_whole_store_read && !m_all_manifests) {
+  if (m_whole_store_read && !m_every_manifest_read) {
     auto all = Session(m_connection->conn, m_location)
                  .run_binary("reading the input manifests", "SELECT digest, bytes FROM fingerprint_manifests");
     if (!all) {
       return all.error();
     }
-    PGresult* rows = all->get();
-    m_all_manifests.emplace();
-    m_all_manifests->reserve(static_cast<size_t>(PQntuples(rows)));
-    for (int row = 0; row < PQntuples(rows); ++row) {
-      m_all_manifests->emplace(std::string(PQgetvalue(rows, row, 0), static_cast<size_t>(PQgetlength(rows, row, 0))),
-                               std::string(PQgetvalue(rows, row, 1), static_cast<size_t>(PQgetlength(rows, row, 1))));
-    }
+    keep_manifests(all->get());
+    m_every_manifest_read = true;
   }
   if (m_all_manifests) {
     if (auto found = m_all_manifests->find(key.str()); found != m_all_manifests->end()) {

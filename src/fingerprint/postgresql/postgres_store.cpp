@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <tuple>
 
 namespace fingerprint::store {
@@ -245,25 +246,15 @@ PostgresStore::read_build(const BuildRef& build) const
   return contents_of(*result);
 }
 
-Expected<void>
-PostgresStore::for_each_build(const std::string& project, const BuildVisitor& each) const
+namespace {
+
+// Rows of (project, build, id, line), in any order: each build's events in
+// id order, the builds in byte order, as list_builds sorts them. Sorted
+// here, not by the server: a sort of whole rows spills to disk at the
+// default work_mem (54 ms for 9,200 rows), sorting row numbers takes 2 ms.
+void
+visit_builds(PGresult* rows, const Store::BuildVisitor& each)
 {
-  if (!m_has_schema) {
-    return {};
-  }
-  m_whole_store_read = m_whole_store_read || project.empty();
-  // Sorted here, not by the server: a sort of whole rows spills to disk
-  // at the default work_mem (54 ms for 9,200 rows), sorting row numbers
-  // takes 2 ms. Builds in byte order, as list_builds sorts them.
-  auto result =
-    Session(m_connection->conn, m_location)
-      .run("reading the build index",
-           "SELECT project, build, id, line FROM fingerprint_events WHERE indexed AND ($1 = '' OR project = $1)",
-           {project});
-  if (!result) {
-    return result.error();
-  }
-  PGresult* rows = result->get();
   std::vector<std::tuple<std::string_view, std::string_view, int64_t, int>> order;
   order.reserve(static_cast<size_t>(PQntuples(rows)));
   for (int row = 0; row < PQntuples(rows); ++row) {
@@ -282,6 +273,80 @@ PostgresStore::for_each_build(const std::string& project, const BuildVisitor& ea
     each(build, contents);
     first = at;
   }
+}
+
+} // namespace
+
+Expected<void>
+PostgresStore::for_each_build(const std::string& project, const BuildVisitor& each) const
+{
+  if (!m_has_schema) {
+    return {};
+  }
+  m_whole_store_read = m_whole_store_read || project.empty();
+  m_every_build_read = m_every_build_read || project.empty();
+  auto result =
+    Session(m_connection->conn, m_location)
+      .run("reading the build index",
+           "SELECT project, build, id, line FROM fingerprint_events WHERE indexed AND ($1 = '' OR project = $1)",
+           {project});
+  if (!result) {
+    return result.error();
+  }
+  visit_builds(result->get(), each);
+  return {};
+}
+
+Expected<void>
+PostgresStore::for_each_build_of(const std::vector<BuildRef>& builds, const BuildVisitor& each) const
+{
+  if (!m_has_schema || builds.empty()) {
+    return {};
+  }
+  // Most of the builds (a summary written long ago, or none): reading them
+  // all is cheaper than the join below (1,000,000 artifacts, every build:
+  // 1.5 s against 2.4 s).
+  if (m_build_stamps && 2 * builds.size() > m_build_stamps->size()) {
+    std::set<std::pair<std::string_view, std::string_view>> wanted;
+    for (const BuildRef& build : builds) {
+      wanted.emplace(build.project, build.build);
+    }
+    return for_each_build({}, [&](const BuildRef& build, LogContents& index) {
+      if (wanted.contains({build.project, build.build})) {
+        each(build, index);
+      }
+    });
+  }
+  std::vector<std::string> projects;
+  std::vector<std::string> ids;
+  for (const BuildRef& build : builds) {
+    projects.push_back(build.project);
+    ids.push_back(build.build);
+  }
+  const std::vector<std::string> params{postgresql::text_array(projects), postgresql::text_array(ids)};
+  const std::string rows_of_builds =
+    "FROM fingerprint_events e JOIN unnest($1::text[], $2::text[]) AS b(project, build) "
+    "ON e.project = b.project COLLATE \"C\" AND e.build = b.build COLLATE \"C\" "
+    "WHERE e.indexed";
+  const Session session(m_connection->conn, m_location);
+  // The input manifests their products name, which a summary reads next:
+  // in one statement, not one each (unless a read of every build has
+  // asked for all of them).
+  if (!m_whole_store_read) {
+    const std::string sql = "SELECT m.digest, m.bytes FROM fingerprint_manifests m WHERE m.digest IN (SELECT e.inputs "
+                            + rows_of_builds + " AND e.inputs <> '')";
+    auto manifests = session.run_binary("reading the builds' input manifests", sql.c_str(), params);
+    if (!manifests) {
+      return manifests.error();
+    }
+    keep_manifests(manifests->get());
+  }
+  const std::string sql = "SELECT e.project, e.build, e.id, e.line " + rows_of_builds;
+  auto result = session.run("reading the build indexes", sql.c_str(), params);
+  if (!result) {
+    return result.error();
+  }
+  visit_builds(result->get(), each);
   return {};
 }
 

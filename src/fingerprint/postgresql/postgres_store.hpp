@@ -9,6 +9,8 @@
 #include <string_view>
 #include <unordered_map>
 
+struct pg_result; // libpq's PGresult
+
 namespace fingerprint::store {
 
 // Lets open_store() open postgresql:// URLs (store.hpp).
@@ -69,6 +71,14 @@ public:
   Expected<bool> put_provenance(const BuildRef& build, const std::string& document) const override;
   Expected<std::optional<std::string>> read_provenance(const BuildRef& build) const override;
   Expected<bool> remove_provenance(const BuildRef& build, bool dry_run) const override;
+  Expected<std::optional<std::string>> read_build_summaries() const override;
+  bool
+  keeps_build_summaries() const override
+  {
+    return true;
+  }
+  Expected<bool> write_build_summaries(const std::string& text) const override;
+  std::optional<BuildStamp> build_stamp(const BuildRef& build) const override;
   Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
                                                         std::vector<LogProblem>& problems) const override;
   Expected<std::vector<DigestKey>> find_by_prefix(digest::Algorithm algorithm,
@@ -78,6 +88,7 @@ public:
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;
   Expected<void> for_each_build(const std::string& project, const BuildVisitor& each) const override;
+  Expected<void> for_each_build_of(const std::vector<BuildRef>& builds, const BuildVisitor& each) const override;
   Expected<size_t> remove_unused_manifests(const std::vector<DigestKey>& keys, bool dry_run) const override;
   Expected<CompactionResult> remove_events(const DigestKey& key, const EventFilter& drop, bool dry_run) const override;
   Expected<CompactionResult> remove_build_events(const BuildRef& build,
@@ -99,6 +110,8 @@ public:
 
 private:
   PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema);
+  // Adds rows of (digest, bytes) to m_all_manifests (manifests.cpp).
+  void keep_manifests(pg_result* rows) const;
 
   std::string m_location;
   std::unique_ptr<Connection> m_connection;
@@ -106,10 +119,19 @@ private:
   // Set by a read of every build: the manifests are then read all at once
   // (one statement, not one a manifest), at the first that is asked for.
   // Content-addressed: a copy is never out of date, and one added since is
-  // read by itself.
+  // read by itself. for_each_build_of() adds those of the builds it reads.
   mutable bool m_whole_store_read = false;
+  // Set by a read of every build or of the builds summary: the provenance
+  // of every build is then read in one statement (summaries.cpp).
+  mutable bool m_every_build_read = false;
+  // Every build's stamp (summaries.cpp), read at the first asked for after
+  // the builds summary is read: project '\0' build -> (rows, highest id).
+  // Each pass over the summary reads it first, so no copy outlives a pass.
+  mutable std::optional<std::unordered_map<std::string, BuildStamp>> m_build_stamps;
   mutable std::optional<std::unordered_map<std::string, std::string>> m_all_manifests; // "sha256:<hex>" -> bytes
-  // So is every build's provenance (`builds` asked for it one statement a
+  mutable bool m_every_manifest_read = false; // it holds them all, not only some builds'
+  // So is every build's provenance, after a read of every build or of the
+  // builds summary (`builds` asked for it one statement a
   // build: 10,000 round trips at 1,000,000 artifacts). A build's document
   // is written once; any change this process makes to the table forgets
   // the copies.

@@ -14,8 +14,6 @@ using postgresql::Session;
 
 namespace {
 
-constexpr const char* k_undefined_table = "42P01";
-
 constexpr const char* k_provenance_table = R"sql(
 CREATE TABLE IF NOT EXISTS fingerprint_provenance (
   project text COLLATE "C" NOT NULL,
@@ -47,22 +45,8 @@ PostgresStore::put_provenance(const BuildRef& build, const std::string& document
   const Session session(m_connection->conn, m_location);
   const char* sql = "INSERT INTO fingerprint_provenance (project, build, document) VALUES ($1, $2, $3) "
                     "ON CONFLICT DO NOTHING";
-  auto inserted = session.run(what, sql, {build.project, build.build, document});
-  if (!inserted && session.last_state() == k_undefined_table) {
-    auto made = session.transaction("creating fingerprint_provenance", [&]() -> Expected<bool> {
-      if (auto locked = session.run("creating fingerprint_provenance", postgresql::k_schema_lock); !locked) {
-        return locked.error();
-      }
-      if (auto created = session.run("creating fingerprint_provenance", k_provenance_table); !created) {
-        return created.error();
-      }
-      return true;
-    });
-    if (!made) {
-      return made.error();
-    }
-    inserted = session.run(what, sql, {build.project, build.build, document});
-  }
+  auto inserted =
+    postgresql::run_making_table(session, what, sql, {build.project, build.build, document}, k_provenance_table);
   if (!inserted) {
     return inserted.error();
   }
@@ -80,14 +64,14 @@ PostgresStore::read_provenance(const BuildRef& build) const
   const Session session(m_connection->conn, m_location);
   // A missing table reads as no provenance; other failures are errors.
   auto failed = [&](const Error& error) -> Expected<std::optional<std::string>> {
-    if (session.last_state() == k_undefined_table) {
+    if (session.last_state() == postgresql::k_undefined_table) {
       m_no_provenance_table = true;
       return std::optional<std::string>();
     }
     return error;
   };
   std::string document;
-  if (m_whole_store_read && !m_all_provenance) {
+  if (m_every_build_read && !m_all_provenance) {
     auto all = session.run_binary("reading the builds' provenance",
                                   "SELECT project, build, document FROM fingerprint_provenance");
     if (!all) {
@@ -138,7 +122,7 @@ PostgresStore::remove_provenance(const BuildRef& build, bool dry_run) const
   auto result = session.run("removing " + what_of(build), sql, {build.project, build.build});
   m_all_provenance.reset();
   if (!result) {
-    if (session.last_state() == k_undefined_table) {
+    if (session.last_state() == postgresql::k_undefined_table) {
       return false;
     }
     return result.error();

@@ -79,8 +79,6 @@ CREATE INDEX fingerprint_events_by_inputs ON fingerprint_events (inputs, id) WHE
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
-constexpr const char* k_undefined_table = "42P01";
-
 // The record calls stored, by id (store/spool.hpp): a call journaled while
 // the server was away is stored once, even when its deliverer died between
 // the commit and the journal's unlink. Not a migration: older runners never
@@ -156,6 +154,33 @@ ensure_schema(const Session& session, Access access)
     }
     return true;
   });
+}
+
+Expected<Result>
+run_making_table(const Session& session,
+                 std::string_view what,
+                 const char* sql,
+                 const std::vector<std::string>& params,
+                 const char* table_sql)
+{
+  auto result = session.run(what, sql, params);
+  if (result || session.last_state() != k_undefined_table) {
+    return result;
+  }
+  const std::string making = "creating a table for " + std::string(what);
+  auto made = session.transaction(making, [&]() -> Expected<bool> {
+    if (auto locked = session.run(making, k_schema_lock); !locked) {
+      return locked.error();
+    }
+    if (auto created = session.run(making, table_sql); !created) {
+      return created.error();
+    }
+    return true;
+  });
+  if (!made) {
+    return made.error();
+  }
+  return session.run(what, sql, params);
 }
 
 const char*
@@ -300,24 +325,8 @@ Rows::insert_call(const Session& session, std::string_view what, const std::stri
   }
   params.push_back(text_array(m_line));
   params.push_back(call);
-  auto inserted = session.run(what, k_insert.c_str(), params);
-  if (!inserted && session.last_state() == k_undefined_table) {
-    // The first call with an id in this database: make the table (under
-    // the schema's lock, so racing writers make it once) and go again.
-    auto made = session.transaction("creating fingerprint_calls", [&]() -> Expected<bool> {
-      if (auto locked = session.run("creating fingerprint_calls", k_schema_lock); !locked) {
-        return locked.error();
-      }
-      if (auto created = session.run("creating fingerprint_calls", k_calls_table); !created) {
-        return created.error();
-      }
-      return true;
-    });
-    if (!made) {
-      return made.error();
-    }
-    inserted = session.run(what, k_insert.c_str(), params);
-  }
+  // The first call with an id in this database makes the table.
+  auto inserted = run_making_table(session, what, k_insert.c_str(), params, k_calls_table);
   if (!inserted) {
     return inserted.error();
   }

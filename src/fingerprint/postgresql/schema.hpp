@@ -23,6 +23,20 @@ inline constexpr const char* k_import_lock = "SELECT pg_advisory_xact_lock(70465
 // delivered later than this after a copy of it landed may be stored twice.
 inline constexpr int k_call_id_days = 30;
 
+// SQLSTATE undefined_table: a table made on first use is not there yet.
+inline constexpr const char* k_undefined_table = "42P01";
+
+// Runs `sql`; when a table it names is missing, makes `table_sql` (CREATE
+// TABLE IF NOT EXISTS ..., under the schema's lock, so racing writers make
+// it once) and runs `sql` again. For the tables that are no schema step
+// (fingerprint_calls, fingerprint_provenance, fingerprint_build_summaries):
+// older runners never read them, and a new schema version would lock them out.
+Expected<Result> run_making_table(const Session& session,
+                                  std::string_view what,
+                                  const char* sql,
+                                  const std::vector<std::string>& params,
+                                  const char* table_sql);
+
 // Creates or migrates the schema; false when reading a database without one.
 Expected<bool> ensure_schema(const Session& session, Access access);
 

@@ -240,4 +240,17 @@ Store::for_each_build(const std::string& project, const BuildVisitor& each) cons
   return {};
 }
 
+Expected<void>
+Store::for_each_build_of(const std::vector<BuildRef>& builds, const BuildVisitor& each) const
+{
+  for (const auto& build : builds) {
+    auto contents = read_build(build);
+    if (!contents) {
+      return contents.error();
+    }
+    each(build, *contents);
+  }
+  return {};
+}
+
 } // namespace fingerprint::store

@@ -233,7 +233,6 @@ collect_summaries(const Store& store, const std::string& project, std::vector<Lo
 {
   std::vector<BuildSummary> out;
   if (!store.keeps_build_summaries()) {
-    // A database reads every index in one query.
     auto read = store.for_each_build(project, [&](const BuildRef& ref, LogContents& index) {
       problems.insert(problems.end(), index.problems.begin(), index.problems.end());
       out.push_back(summarize_build(store, ref, index.events, problems));
@@ -257,39 +256,82 @@ collect_summaries(const Store& store, const std::string& project, std::vector<Lo
       }
     }
   }
-  std::vector<SummaryLine> file;
+  // Each build's place in the answer and the file, in the order listed:
+  // its line when up to date, else a summary made from its index below.
+  struct Slot
+  {
+    const BuildRef* ref = nullptr;
+    std::optional<BuildStamp> stamp;
+    std::optional<SummaryLine> line; // up to date
+    bool wanted = false;
+    bool had_line = false;
+    std::optional<BuildSummary> made; // from its index
+    bool clean = false;               // ... with no problem, so it gets a line
+  };
+  std::vector<Slot> slots;
+  slots.reserve(refs->size());
+  std::map<std::string, size_t> stale; // key_of(ref) -> slot
   bool changed = false;
   for (const BuildRef& ref : *refs) {
-    const bool wanted = project.empty() || ref.project == project;
+    Slot& slot = slots.emplace_back();
+    slot.ref = &ref;
+    slot.wanted = project.empty() || ref.project == project;
     // Stat before reading: an append that lands in between leaves a stamp
     // that no longer matches, so the next call reads the index again.
-    const auto stamp = store.build_stamp(ref);
+    slot.stamp = store.build_stamp(ref);
     auto found = known.find(key_of(ref));
-    if (found != known.end() && stamp && found->second.stamp == *stamp && same_build(found->second.summary.ref, ref)) {
-      if (wanted) {
-        out.push_back(found->second.summary);
-      }
-      file.push_back(std::move(found->second));
-      continue;
+    slot.had_line = found != known.end();
+    if (slot.had_line && slot.stamp && found->second.stamp == *slot.stamp
+        && same_build(found->second.summary.ref, ref)) {
+      slot.line = std::move(found->second);
+    } else if (slot.wanted) {
+      stale.emplace(key_of(ref), slots.size() - 1);
+    } else {
+      changed = changed || slot.had_line; // a line that is out of date goes
     }
-    if (!wanted) {
-      changed = changed || found != known.end(); // a line that is out of date goes
-      continue;
-    }
-    auto index = store.read_build(ref);
-    if (!index) {
-      return index.error();
-    }
+  }
+  auto summarize = [&](Slot& slot, const LogContents& index) {
     const size_t before = problems.size();
-    problems.insert(problems.end(), index->problems.begin(), index->problems.end());
-    BuildSummary summary = summarize_build(store, ref, index->events, problems);
-    if (stamp && problems.size() == before) {
-      file.push_back({summary, *stamp});
-      changed = true;
-    } else if (found != known.end()) {
-      changed = true;
+    problems.insert(problems.end(), index.problems.begin(), index.problems.end());
+    slot.made = summarize_build(store, *slot.ref, index.events, problems);
+    slot.clean = problems.size() == before;
+  };
+  // Read together: a database answers them, and their manifests, in a
+  // statement each rather than a round trip per build and manifest.
+  std::vector<BuildRef> stale_refs;
+  stale_refs.reserve(stale.size());
+  for (const auto& [key, at] : stale) {
+    stale_refs.push_back(*slots[at].ref);
+  }
+  auto read = store.for_each_build_of(stale_refs, [&](const BuildRef& ref, LogContents& index) {
+    if (const auto it = stale.find(key_of(ref)); it != stale.end()) {
+      summarize(slots[it->second], index);
     }
-    out.push_back(std::move(summary));
+  });
+  if (!read) {
+    return read.error();
+  }
+  for (const auto& [key, at] : stale) {
+    if (!slots[at].made) { // its index went since it was listed
+      summarize(slots[at], LogContents{});
+    }
+  }
+  std::vector<SummaryLine> file;
+  for (Slot& slot : slots) {
+    if (slot.line) {
+      if (slot.wanted) {
+        out.push_back(slot.line->summary);
+      }
+      file.push_back(std::move(*slot.line));
+    } else if (slot.made) {
+      if (slot.stamp && slot.clean) {
+        file.push_back({*slot.made, *slot.stamp});
+        changed = true;
+      } else if (slot.had_line) {
+        changed = true;
+      }
+      out.push_back(std::move(*slot.made));
+    }
   }
   changed = changed || file.size() != known.size();
   if (write && changed) {
@@ -323,12 +365,11 @@ refresh_build_summaries(const Store& store)
 }
 
 void
-check_build_summaries(const Store& store, FsckReport& report, bool repair)
+check_build_summaries(const Store& store, FsckReport& report, bool repair, const std::string& relative)
 {
   if (!store.keeps_build_summaries()) {
     return;
   }
-  const std::string relative(k_build_summary_file);
   auto text = store.read_build_summaries();
   if (!text) {
     report.findings.push_back({relative, 0, text.error().message, FsckKind::damage, {}});
@@ -340,24 +381,45 @@ check_build_summaries(const Store& store, FsckReport& report, bool repair)
   }
   std::vector<SummaryLine> fresh;
   bool stamped = false;
+  auto summarize_one = [&](const BuildRef& ref, const BuildStamp& stamp, const LogContents& index) {
+    std::vector<LogProblem> problems;
+    if (!index.problems.empty()) {
+      return;
+    }
+    BuildSummary summary = summarize_build(store, ref, index.events, problems);
+    // An append that landed while it was read makes it no measure of a
+    // line stamped as the index was before (and no line of its own).
+    if (const auto after = store.build_stamp(ref); problems.empty() && after && *after == stamp) {
+      fresh.push_back({std::move(summary), stamp});
+    }
+  };
   auto summarize_all = [&] {
     fresh.clear();
+    // Every stamp before any index is read (a database reads them together).
+    std::vector<BuildRef> stamped_refs;
+    std::map<std::string, BuildStamp> stamps;
     for (const BuildRef& ref : *refs) {
-      const auto stamp = store.build_stamp(ref);
-      if (!stamp) {
-        continue;
+      if (const auto stamp = store.build_stamp(ref)) {
+        stamped_refs.push_back(ref);
+        stamps.emplace(key_of(ref), *stamp);
       }
-      stamped = true;
-      auto index = store.read_build(ref);
-      std::vector<LogProblem> problems;
-      if (!index || !index->problems.empty()) {
-        continue;
+    }
+    stamped = stamped || !stamped_refs.empty();
+    std::set<std::string> read;
+    auto all = store.for_each_build_of(stamped_refs, [&](const BuildRef& ref, LogContents& index) {
+      if (const auto it = stamps.find(key_of(ref)); it != stamps.end() && read.insert(it->first).second) {
+        summarize_one(ref, it->second, index);
       }
-      BuildSummary summary = summarize_build(store, ref, index->events, problems);
-      // An append that landed while it was read makes it no measure of a
-      // line stamped as the index was before (and no line of its own).
-      if (const auto after = store.build_stamp(ref); problems.empty() && after && *after == *stamp) {
-        fresh.push_back({std::move(summary), *stamp});
+    });
+    if (all) {
+      return;
+    }
+    // One that does not read gets no line; the rest still do.
+    for (const BuildRef& ref : stamped_refs) {
+      if (!read.contains(key_of(ref))) {
+        if (auto index = store.read_build(ref)) {
+          summarize_one(ref, stamps.at(key_of(ref)), *index);
+        }
       }
     }
   };

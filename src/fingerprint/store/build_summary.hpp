@@ -84,7 +84,8 @@ Expected<bool> refresh_build_summaries(const Store& store);
 // do not, is a finding; a line left behind by a later append is not (the
 // next query refreshes it). With `repair`, after the rest of the repair,
 // the file is written anew from every build (a damaged one is first
-// copied to the run's quarantine).
-void check_build_summaries(const Store& store, FsckReport& report, bool repair);
+// copied to the run's quarantine). `relative` names the summary in
+// findings: builds.summary, or a database's table.
+void check_build_summaries(const Store& store, FsckReport& report, bool repair, const std::string& relative);
 
 } // namespace fingerprint::store

@@ -1090,7 +1090,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
                                {}});
   }
   if (!options.repair) {
-    check_build_summaries(*this, report, false);
+    check_build_summaries(*this, report, false, std::string(k_build_summary_file));
     check_index_pack(report, false);
     return report;
   }
@@ -1301,7 +1301,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
     }
   }
   // Last, once the logs and indexes are mended: the summary made from them.
-  check_build_summaries(*this, report, true);
+  check_build_summaries(*this, report, true, std::string(k_build_summary_file));
   check_index_pack(report, true);
   return report;
 }

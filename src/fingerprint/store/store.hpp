@@ -247,8 +247,8 @@ public:
   virtual Expected<bool> remove_provenance(const BuildRef& build, bool dry_run) const;
 
   // The summary of the build index (build_summary.hpp): the text of the
-  // store's summary file, nullopt when it has none (or keeps none: a
-  // database answers `builds` in one query).
+  // store's summary file (PostgreSQL: of its one row), nullopt when it has
+  // none or keeps none.
   virtual Expected<std::optional<std::string>> read_build_summaries() const;
   virtual bool
   keeps_build_summaries() const
@@ -258,8 +258,8 @@ public:
   // Replaces that file whole with `text` (temporary file, fsync, rename);
   // false when the store keeps none.
   virtual Expected<bool> write_build_summaries(const std::string& text) const;
-  // What stat() says of a build's index now; nullopt when the store has no
-  // such files (or the build none).
+  // What stat() says of a build's index now (a database: what stands for
+  // it); nullopt when the store has no such files (or the build none).
   virtual std::optional<BuildStamp> build_stamp(const BuildRef& build) const;
   // Writes the store's index pack anew (index_pack.hpp: gc and fsck
   // --repair); false when the store keeps none.
@@ -278,6 +278,12 @@ public:
   // at a time; a database answers in one query.
   using BuildVisitor = std::function<void(const BuildRef&, LogContents&)>;
   virtual Expected<void> for_each_build(const std::string& project, const BuildVisitor& each) const;
+  // Calls `each` with the index of each of `builds` (sorted as
+  // list_builds() sorts), in that order; a build without one is skipped by
+  // a database and read as empty by the default, which reads one index at a
+  // time. A database reads them, and the input manifests their products
+  // name, in one statement each (a builds summary's lines out of date).
+  virtual Expected<void> for_each_build_of(const std::vector<BuildRef>& builds, const BuildVisitor& each) const;
 
   // Removes the events `drop` selects from an artifact's log (or from a
   // build's index); a log left with no events is removed. With `dry_run`,
