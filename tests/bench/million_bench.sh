@@ -147,6 +147,8 @@ for size in "${sizes[@]}"; do
     t1=$EPOCHREALTIME
     echo "migrated: $(elapsed_ms "$t0" "$t1") ms, peak RSS $(tail -1 "$work/migrate.rss") KiB; $(tail -1 "$work/migrate.out")" >&2
     psql "$DB" -X -qc "ANALYZE" >/dev/null
+    # The same nightly gc there: it writes the database's builds summary.
+    "$FP" --store "$DB" gc --older-than 36500d >/dev/null
   fi
   for q in "${queries[@]}"; do
     name=${q%%|*}

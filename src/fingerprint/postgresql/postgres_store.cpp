@@ -305,7 +305,7 @@ PostgresStore::for_each_build_of(const std::vector<BuildRef>& builds, const Buil
   }
   // Most of the builds (a summary written long ago, or none): reading them
   // all is cheaper than the join below (1,000,000 artifacts, every build:
-  // 1.5 s against 2.4 s).
+  // 1.26 s against 2.4 s).
   if (m_build_stamps && 2 * builds.size() > m_build_stamps->size()) {
     std::set<std::pair<std::string_view, std::string_view>> wanted;
     for (const BuildRef& build : builds) {
