@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a generated directory store in the current format (2), as the
+"""Writes a generated directory store in the current format (4), as the
 runner writes it: the format file, change.lock, per product its produced
 event in its own log, in its input manifest's log and in its build's
 index, the manifest (the binary form of store/manifest.cpp, deflated by
@@ -120,7 +120,7 @@ def main():
     w = Writer(root)
     os.makedirs(root, exist_ok=True)
     w.write("fingerprint-store.json", (json.dumps(
-        {"format": 3, "created": rfc3339(a.start - 60),
+        {"format": 4, "created": rfc3339(a.start - 60),
          "layout": "objects/<algorithm>/<2 hex>/<hex>.jsonl; builds/<project>/<build id>.jsonl; "
                    "manifests/<algorithm>/<2 hex>/<hex>; inputs/<algorithm>/<2 hex>/<hex>; "
                    "inputs/<algorithm>/journal"}, indent=2) + "\n").encode())

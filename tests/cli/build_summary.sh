@@ -136,8 +136,9 @@ for i in $(seq 1 20); do
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   # A temporary file left by the kill is debris (fsck's leftover, above),
-  # the summary's or the index pack's, which gc writes after it.
-  rm -f G/builds.summary.tmp.* G/index.pack.tmp.*
+  # the summary's, or the index pack's and the index by path's, which gc
+  # writes after it (and builds.recent's, which it trims last).
+  rm -f G/builds.summary.tmp.* G/index.pack.tmp.* G/paths.index.tmp.* G/builds.recent.compact.*
   if [[ -e G/builds.summary ]] && ! "$FP" --store G fsck >/dev/null 2>&1; then
     torn=$((torn + 1))
   fi

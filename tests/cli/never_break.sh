@@ -112,9 +112,9 @@ expect_eq "$(grep -c ': not fingerprinted' "$T/out" || true)" 1 "and it warns on
 # A format-1 store, as the runner before input manifests (commit 7a58005)
 # wrote it: consumed events in the inputs' logs, no manifests/ nor inputs/.
 # It reads as it is, with nothing converted and nothing changed by reading;
-# its first write raises its format file to the current format, 3, in place
+# its first write raises its format file to the current format, 4, in place
 # (its creation time kept), and old and new edges answer side by side. A
-# runner of format 1 then refuses the store ("store format 3 is newer than
+# runner of format 1 then refuses the store ("store format 4 is newer than
 # this fingerprint supports (1..1)") rather than misreading it.
 F=$T/format1
 lib_hex=3042df804ec919387b6c33f7111f6dd50b9d9c14fb8b513828077c6ef72ffeae
@@ -161,12 +161,12 @@ run "$FP" --store "$F" record --project app --target app --build-id 2 --build-di
   --produced old/app --consumed old/liba.a --compiled old/b.cpp
 expect_rc 0 "format 1: the first write to it"
 expect_json_each "$F/fingerprint-store.json" <<'CHECKS'
-format 1 -> 3: its format file says format 3 :: d['format'] == 3
-format 1 -> 3: it keeps its creation time :: d['created'] == '2026-12-01T15:15:26.898Z'
-format 1 -> 3: it says when it was upgraded :: 'upgraded' in d
-format 1 -> 3: its layout names the new trees :: 'manifests/' in d['layout'] and 'inputs/<algorithm>/journal' in d['layout']
+format 1 -> 4: its format file says format 4 :: d['format'] == 4
+format 1 -> 4: it keeps its creation time :: d['created'] == '2026-12-01T15:15:26.898Z'
+format 1 -> 4: it says when it was upgraded :: 'upgraded' in d
+format 1 -> 4: its layout names the new trees :: 'manifests/' in d['layout'] and 'inputs/<algorithm>/journal' in d['layout'] and 'builds.recent' in d['layout']
 CHECKS
-expect_eq "$(find "$F" -maxdepth 1 -name 'fingerprint-store.json.*' | wc -l)" 0 "format 1 -> 3: no temporary file is left"
+expect_eq "$(find "$F" -maxdepth 1 -name 'fingerprint-store.json.*' | wc -l)" 0 "format 1 -> 4: no temporary file is left"
 kept=1
 for file in "objects/sha256/30/$lib_hex.jsonl" "objects/sha256/4b/$app_hex.jsonl" builds/app/1.jsonl builds/lib/1.jsonl; do
   size=$(stat -c %s "format1.orig/$file")
@@ -174,25 +174,25 @@ for file in "objects/sha256/30/$lib_hex.jsonl" "objects/sha256/4b/$app_hex.jsonl
     kept=0
   fi
 done
-expect_eq "$kept" 1 "format 1 -> 3: every old log keeps its lines byte for byte (nothing converted)"
+expect_eq "$kept" 1 "format 1 -> 4: every old log keeps its lines byte for byte (nothing converted)"
 run "$FP" --store "$F" show --json old/liba.a
 expect_json "$T/out" "sorted((e['build'], e.get('role', 'link')) for e in d['consumers']) == [('1', 'link'), ('2', 'link')]" \
-  "format 1 -> 3: the library's old consumed edge and its new manifest edge answer together"
+  "format 1 -> 4: the library's old consumed edge and its new manifest edge answer together"
 run "$FP" --store "$F" show --json old/b.cpp
 expect_json "$T/out" "[(e['build'], e['role']) for e in d['consumers']] == [('2', 'compile')]" \
-  "format 1 -> 3: the new compile edge answers"
+  "format 1 -> 4: the new compile edge answers"
 run "$FP" --store "$F" fsck --json
-expect_rc 0 "format 1 -> 3: fsck of the mixed store"
+expect_rc 0 "format 1 -> 4: fsck of the mixed store"
 expect_json "$T/out" "d['problems'] == [] and d['manifests'] == 1 and d['journaled_manifests'] == 1" \
-  "format 1 -> 3: no problems, one manifest, in the reverse index's journal"
+  "format 1 -> 4: no problems, one manifest, in the reverse index's journal"
 run "$FP" --store "$F" gc --keep-builds 1 --json
-expect_rc 0 "format 1 -> 3: gc of the old build"
+expect_rc 0 "format 1 -> 4: gc of the old build"
 expect_json "$T/out" "d['builds_dropped'] == 1 and d['manifests_removed'] == 0" \
-  "format 1 -> 3: app build 1 goes, build 2's manifest stays"
+  "format 1 -> 4: app build 1 goes, build 2's manifest stays"
 run "$FP" --store "$F" fsck
-expect_rc 0 "format 1 -> 3: fsck after gc"
+expect_rc 0 "format 1 -> 4: fsck after gc"
 run "$FP" --store "$F" show --json old/liba.a
-expect_json "$T/out" "[e['build'] for e in d['consumers']] == ['2']" "format 1 -> 3: only the new edge is left"
+expect_json "$T/out" "[e['build'] for e in d['consumers']] == ['2']" "format 1 -> 4: only the new edge is left"
 
 # installed: an unwritable store, or files that are not regular, warn only.
 mkdir -p good

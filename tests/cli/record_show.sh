@@ -93,7 +93,7 @@ expect_rc 1 "consumers of an unrecorded file"
 
 # Store layout (README, "The store").
 expect_file "$S/fingerprint-store.json" "the store has a format file"
-expect_json "$S/fingerprint-store.json" 'd["format"] == 3' 'fingerprint-store.json says "format": 3 (input manifests and their journal)'
+expect_json "$S/fingerprint-store.json" 'd["format"] == 4' 'fingerprint-store.json says "format": 4 (input manifests, their journal, builds.recent)'
 # Each artifact's log holds its produced event; what app and tool consumed
 # is in their input manifests, whose own logs hold the produced events that
 # name them.
@@ -110,7 +110,7 @@ for pair in up/1:1 app/7:1 tool/3:1; do
 done
 unexpected=$(cd "$S" 2>&1 && find . -regextype posix-extended -type f ! -name fingerprint-store.json ! -path ./change.lock \
   ! -regex '\./objects/sha256/([0-9a-f]{2})/\1[0-9a-f]{62}\.jsonl' ! -regex '\./builds/[^/]+/[^/]+\.jsonl' \
-  ! -regex '\./(manifests|inputs)/sha256/([0-9a-f]{2})/\2[0-9a-f]{62}' ! -path ./inputs/sha256/journal) || true
+  ! -regex '\./(manifests|inputs)/sha256/([0-9a-f]{2})/\2[0-9a-f]{62}' ! -path ./inputs/sha256/journal ! -path ./builds.recent) || true
 expect_eq "$unexpected" "" "the store holds no files outside the documented layout"
 expect_eq "$(find "$S/manifests" -type f | wc -l)" 2 "two input manifests: app's and tool's"
 expect_eq "$(python3 "$CHECKS" journal "$S/inputs/sha256/journal" | cut -d' ' -f1 | sort | paste -sd' ')" \

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace fingerprint::query {
 
@@ -22,23 +23,42 @@ versions_at(const store::Store& store, const std::set<std::string>& paths, std::
     return version;
   };
   std::vector<store::Event> products;
-  auto collected = for_each_indexed_event(
-    store,
-    [&](store::Event& event) {
-      if (event.event == store::EventKind::consumed) {
-        if (paths.contains(event.path)) {
-          seen(event).read = true;
-        }
-        return;
-      }
+  auto each = [&](store::Event& event, bool manifests_may_list) {
+    if (event.event == store::EventKind::consumed) {
       if (paths.contains(event.path)) {
-        seen(event).makers.push_back(event);
+        seen(event).read = true;
       }
-      if (event.event == store::EventKind::produced && !event.inputs.empty()) {
-        products.push_back(std::move(event));
+      return;
+    }
+    if (paths.contains(event.path)) {
+      seen(event).makers.push_back(event);
+    }
+    if (manifests_may_list && event.event == store::EventKind::produced && !event.inputs.empty()) {
+      products.push_back(std::move(event));
+    }
+  };
+  // The builds the store's index by path names (and among them, those whose
+  // manifests may list a path), else every build.
+  const auto at = store.builds_at_paths(std::vector<std::string>(paths.begin(), paths.end()));
+  Expected<void> collected;
+  if (at) {
+    std::set<std::pair<std::string, std::string>> through_inputs;
+    for (size_t i = 0; i < at->builds.size(); ++i) {
+      if (at->through_inputs[i]) {
+        through_inputs.emplace(at->builds[i].project, at->builds[i].build);
       }
-    },
-    problems);
+    }
+    collected = store.for_each_build_of(at->builds, [&](const store::BuildRef& build, store::LogContents& contents) {
+      problems.insert(problems.end(), contents.problems.begin(), contents.problems.end());
+      const bool manifests_may_list = through_inputs.contains({build.project, build.build});
+      for (auto& event : contents.events) {
+        each(event, manifests_may_list);
+      }
+    });
+  } else {
+    collected = for_each_indexed_event(
+      store, [&](store::Event& event) { each(event, true); }, problems);
+  }
   if (!collected) {
     return collected.error();
   }

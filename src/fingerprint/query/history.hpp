@@ -21,9 +21,10 @@ struct Version
 };
 
 // The versions seen at `paths` (absolute, exact bytes: a file's path and
-// what its symbolic links resolve to, say), oldest first. Reads the build
-// index whole and the input manifests of its products: the cost of
-// `graph`, not of one artifact's log.
+// what its symbolic links resolve to, say), oldest first. Reads the builds
+// the store's index by path names for them (store/path_index.hpp) and the
+// manifests of their products; without one, every build and manifest, the
+// cost of `graph`.
 Expected<std::vector<Version>> versions_at(const store::Store& store,
                                            const std::set<std::string>& paths,
                                            std::vector<store::LogProblem>& problems);

@@ -3,6 +3,7 @@
 #include <fingerprint/store/input_journal.hpp>
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
+#include <fingerprint/store/path_index.hpp>
 #include <fingerprint/store/provenance.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
@@ -257,6 +258,14 @@ DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) con
   for (auto& [index, line] : index_lines) {
     add(std::move(index), *line);
   }
+  // Last, the builds changed (path_index.hpp): a line there is of events
+  // already written, and goes back out with them.
+  std::set<std::pair<std::string_view, std::string_view>> changed;
+  for (const Event& event : events) {
+    if (changed.emplace(event.project, event.build).second) {
+      add(std::string(k_recent_builds_file), recent_line({event.project, event.build}));
+    }
+  }
 
   const Fd change = hold_for_change();
   // Each batch's lock is held for its write alone: a call that took back
@@ -265,7 +274,8 @@ DirectoryStore::append(const std::vector<Event>& events, Warnings* warnings) con
   std::vector<detail::Appended> written;
   written.reserve(batches.size());
   for (const auto& [path, text] : batches) {
-    auto appended = append_line(path, text, warnings);
+    // builds.recent's lines are not events: its tail is not looked at as one.
+    auto appended = append_line(path, text, path == k_recent_builds_file ? nullptr : warnings);
     if (appended) {
       written.push_back(std::move(*appended));
       continue;

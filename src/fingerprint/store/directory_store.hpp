@@ -5,6 +5,7 @@
 #include <fingerprint/store/index_pack.hpp>
 #include <fingerprint/store/input_journal.hpp>
 #include <fingerprint/store/layout.hpp>
+#include <fingerprint/store/path_index.hpp>
 #include <fingerprint/store/store.hpp>
 #include <fingerprint/util/expected.hpp>
 #include <fingerprint/util/fd.hpp>
@@ -131,6 +132,12 @@ public:
   // fsck's part: a damaged pack, or a copy whose file (with the copy's
   // stamp) holds other bytes, is a finding; with `repair` it is written anew.
   void check_index_pack(FsckReport& report, bool repair) const;
+  // paths.index and builds.recent (path_index.hpp).
+  std::optional<BuildsAtPaths> builds_at_paths(const std::vector<std::string>& paths) const override;
+  // fsck's part: a damaged index, an unreadable line of builds.recent, or a
+  // build whose paths the index lacks and builds.recent does not name is a
+  // finding; with `repair` the index is written anew.
+  void check_path_index(FsckReport& report, bool repair) const;
   // The builds in the build index, sorted by project and build id.
   Expected<std::vector<BuildRef>> list_builds() const override;
   Expected<LogContents> read_build(const BuildRef& build) const override;
@@ -182,9 +189,17 @@ private:
   // manifest from it only once it is loaded: a per-artifact query never reads it.
   const IndexPack* index_pack() const;
   // What the pack would hold now: indexes read whole between two equal
-  // stamps, and the manifests they name whose bytes match their name.
+  // stamps, and the manifests they name whose bytes match their name. With
+  // `paths`, every build and the paths it names go there too (a build not
+  // read whole, or naming a manifest that cannot be read, as read always).
   Expected<std::vector<PackedBuild>> packable_builds(std::deque<std::string>& texts,
-                                                     std::vector<PackedManifest>& manifests) const;
+                                                     std::vector<PackedManifest>& manifests,
+                                                     PathIndexBuilder* paths = nullptr) const;
+  // Where builds.recent ends now.
+  RecentMark recent_mark() const;
+  // Writes paths.index whole, then keeps only the lines of builds.recent
+  // after its mark.
+  Expected<void> write_path_index(PathIndexBuilder& paths) const;
   DirectoryStore(std::string root, util::Fd root_fd);
 
   // Appends complete lines (newline-separated, without the last newline);

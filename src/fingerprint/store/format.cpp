@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::string_view k_layout = "objects/<algorithm>/<2 hex>/<hex>.jsonl; builds/<project>/<build id>.jsonl; "
                                       "manifests/<algorithm>/<2 hex>/<hex>; inputs/<algorithm>/<2 hex>/<hex>; "
-                                      "inputs/<algorithm>/journal";
+                                      "inputs/<algorithm>/journal; builds.recent";
 
 } // namespace
 

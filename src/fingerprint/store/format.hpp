@@ -20,8 +20,13 @@ namespace fingerprint::store {
 // Format 3 adds inputs/<algorithm>/journal (input_journal.hpp): the reverse
 // index's lines of the newest manifests, which a runner of format 2 would
 // not read. A format-2 store reads as it is and is raised to 3 likewise.
+//
+// Format 4 adds builds.recent (path_index.hpp): every write of events names
+// its build there, which a runner of format 3 would not do, and the index
+// by path would then miss its builds. A format-3 store reads as it is (it
+// has no paths.index until gc writes one) and is raised to 4 likewise.
 inline constexpr int k_oldest_supported_format = 1;
-inline constexpr int k_current_format = 3;
+inline constexpr int k_current_format = 4;
 
 inline constexpr std::string_view k_format_file = "fingerprint-store.json";
 

@@ -1092,6 +1092,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
   if (!options.repair) {
     check_build_summaries(*this, report, false, std::string(k_build_summary_file));
     check_index_pack(report, false);
+    check_path_index(report, false);
     return report;
   }
 
@@ -1303,6 +1304,7 @@ DirectoryStore::fsck(const FsckOptions& options) const
   // Last, once the logs and indexes are mended: the summary made from them.
   check_build_summaries(*this, report, true, std::string(k_build_summary_file));
   check_index_pack(report, true);
+  check_path_index(report, true);
   return report;
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <set>
+#include <sys/file.h>
 
 namespace fingerprint::store {
 
@@ -16,13 +17,21 @@ namespace {
 
 constexpr std::string_view k_magic = "fingerprint-index-pack 1\n";
 
+std::string
+build_key(const BuildRef& ref)
+{
+  return ref.project + '\0' + ref.build;
+}
+
+} // namespace
+
 // FNV-1a over 8-byte words (then the last bytes one by one): the pack is
 // about 125 bytes an artifact, and byte-wise FNV would cost a query at a
 // million artifacts 0.15 s where this costs 0.02 s. It tells a file cut
 // short or changed by accident from a whole one; it is no defence against
 // someone who can write the store, who could as well write the indexes.
 uint64_t
-checksum(std::string_view text)
+pack_checksum(std::string_view text)
 {
   uint64_t hash = 0xcbf29ce484222325ULL;
   size_t at = 0;
@@ -38,14 +47,6 @@ checksum(std::string_view text)
   }
   return hash;
 }
-
-std::string
-build_key(const BuildRef& ref)
-{
-  return ref.project + '\0' + ref.build;
-}
-
-} // namespace
 
 std::string
 encode_index_pack(const std::vector<PackedBuild>& builds, const std::vector<PackedManifest>& manifests)
@@ -66,7 +67,7 @@ encode_index_pack(const std::vector<PackedBuild>& builds, const std::vector<Pack
     // the end line be found as the text after the last one.
     text += '\n';
   }
-  text += "end " + std::to_string(builds.size() + manifests.size()) + ' ' + util::hex64(checksum(text)) + '\n';
+  text += "end " + std::to_string(builds.size() + manifests.size()) + ' ' + util::hex64(pack_checksum(text)) + '\n';
   return text;
 }
 
@@ -93,7 +94,7 @@ IndexPack::parse(std::string text)
   if (end.size() != 3 || end[0] != "end" || !util::parse_number(end[1], count)) {
     return Error{"cut short (no end line)"};
   }
-  if (end[2] != util::hex64(checksum(body))) {
+  if (end[2] != util::hex64(pack_checksum(body))) {
     return Error{"damaged (its checksum does not match its records)"};
   }
   size_t at = k_magic.size();
@@ -217,56 +218,89 @@ DirectoryStore::for_each_build(const std::string& project, const BuildVisitor& e
 }
 
 Expected<std::vector<PackedBuild>>
-DirectoryStore::packable_builds(std::deque<std::string>& texts, std::vector<PackedManifest>& manifests) const
+DirectoryStore::packable_builds(std::deque<std::string>& texts,
+                                std::vector<PackedManifest>& manifests,
+                                PathIndexBuilder* paths) const
 {
   std::vector<PackedBuild> builds;
   auto refs = list_builds();
   if (!refs) {
     return refs.error();
   }
-  std::set<std::string> seen;
+  // Per manifest named: the hashes of its inputs' paths (nullopt: it could
+  // not be read, and the builds naming it are read always).
+  std::unordered_map<std::string, std::optional<std::vector<uint64_t>>> named;
   for (const BuildRef& ref : *refs) {
+    const uint32_t number = paths != nullptr ? paths->add_build(ref) : 0;
+    auto skip = [&] {
+      if (paths != nullptr) {
+        paths->read_always(number);
+      }
+    };
     const std::string relative = layout::build_index(ref);
     const auto stamp = build_stamp(ref);
     if (!stamp) {
+      skip();
       continue;
     }
     auto bytes = read_whole(relative);
     // Only an index read whole between two equal stamps, every line of it
     // readable: a copy the stamp does not vouch for would be wrong.
     if (!bytes || !*bytes) {
+      skip();
       continue;
     }
     if (const auto after = build_stamp(ref); !after || !(*after == *stamp) || after->size != (*bytes)->size()) {
+      skip();
       continue;
     }
     LogContents contents;
     detail::parse_lines(**bytes, relative, contents);
     if (!contents.problems.empty() || contents.torn_tail) {
+      skip();
       continue;
     }
     texts.push_back(std::move(**bytes));
     builds.push_back({ref, *stamp, texts.back()});
     for (const Event& event : contents.events) {
-      if (event.event != EventKind::produced || event.inputs.empty() || !seen.insert(event.inputs).second) {
+      if (paths != nullptr) {
+        paths->add_path(number, event.path, false);
+      }
+      if (event.event != EventKind::produced || event.inputs.empty()) {
         continue;
       }
-      auto key = parse_digest_key(event.inputs);
-      if (!key) {
+      auto [it, first] = named.try_emplace(event.inputs);
+      if (first) {
+        auto key = parse_digest_key(event.inputs);
+        auto manifest =
+          key ? read_whole(layout::manifest_file(*key)) : Expected<std::optional<std::string>>(key.error());
+        // Only the bytes the name is the digest of: a damaged manifest is
+        // fsck's to report, not the pack's to keep.
+        auto named_key =
+          manifest && *manifest ? manifest_key(key->algorithm, **manifest) : Expected<DigestKey>(Error{"no manifest"});
+        auto decoded = named_key && *named_key == *key ? decode_manifest(**manifest, event.inputs)
+                                                       : Expected<Manifest>(Error{"not the manifest of its name"});
+        if (decoded) {
+          std::vector<uint64_t> hashes;
+          hashes.reserve(decoded->entries.size());
+          for (const ManifestEntry& entry : decoded->entries) {
+            hashes.push_back(path_hash(entry.path));
+          }
+          it->second = std::move(hashes);
+          texts.push_back(std::move(**manifest));
+          manifests.push_back({*key, texts.back()});
+        }
+      }
+      if (paths == nullptr) {
         continue;
       }
-      auto manifest = read_whole(layout::manifest_file(*key));
-      if (!manifest || !*manifest) {
+      if (!it->second) {
+        skip();
         continue;
       }
-      // Only the bytes the name is the digest of: a damaged manifest is
-      // fsck's to report, not the pack's to keep.
-      auto named = manifest_key(key->algorithm, **manifest);
-      if (!named || !(*named == *key) || !decode_manifest(**manifest, event.inputs)) {
-        continue;
+      for (const uint64_t hash : *it->second) {
+        paths->add_hash(number, hash, true);
       }
-      texts.push_back(std::move(**manifest));
-      manifests.push_back({*key, texts.back()});
     }
   }
   return builds;
@@ -280,7 +314,11 @@ DirectoryStore::refresh_index_pack() const
   }
   std::deque<std::string> texts; // what the views point into: a deque never moves its elements
   std::vector<PackedManifest> manifests;
-  auto builds = packable_builds(texts, manifests);
+  // Where builds.recent ends before the scan: what is before was written
+  // before the scan began (path_index.hpp).
+  const util::Fd held = detail::lock_file(m_root_fd.get(), k_path_index_lock, LOCK_EX);
+  PathIndexBuilder paths(recent_mark());
+  auto builds = packable_builds(texts, manifests, &paths);
   if (!builds) {
     return builds.error();
   }
@@ -290,6 +328,9 @@ DirectoryStore::refresh_index_pack() const
   }
   m_pack_tried = false;
   m_pack.reset();
+  if (auto indexed = write_path_index(paths); !indexed) {
+    return indexed.error();
+  }
   return true;
 }
 

@@ -72,6 +72,10 @@ private:
   std::unordered_map<std::string, size_t> m_manifest_at; // "sha256:<hex>" -> m_manifests
 };
 
+// FNV-1a over 8-byte words, then the last bytes one by one (the pack's
+// checksum, the path index's hash and checksums).
+uint64_t pack_checksum(std::string_view text);
+
 // The file's text: "fingerprint-index-pack 1\n", per build
 // "b <project> <build> <size> <inode> <mtime ns> <ctime ns> <length>\n" and
 // its bytes, per manifest "m <algorithm>:<hex> <length>\n" and its bytes

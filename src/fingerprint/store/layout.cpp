@@ -239,9 +239,14 @@ public:
     const std::string summary_temp = "builds.summary." + std::string(tag_name(TempTag::create)) + ".";
     // And the index pack's (index_pack.hpp).
     const std::string pack_temp = "index.pack." + std::string(tag_name(TempTag::create)) + ".";
+    // And the index by path's, and builds.recent's when gc trims it
+    // (path_index.hpp).
+    const std::string paths_temp = "paths.index." + std::string(tag_name(TempTag::create)) + ".";
+    const std::string recent_temp = "builds.recent." + std::string(tag_name(TempTag::compact)) + ".";
     for (const Listed& entry : list(root_fd, ".", ".", again)) {
       if (entry.name.starts_with(format_temp) || entry.name.starts_with(summary_temp)
-          || entry.name.starts_with(pack_temp)) {
+          || entry.name.starts_with(pack_temp) || entry.name.starts_with(paths_temp)
+          || entry.name.starts_with(recent_temp)) {
         stray(entry.name, entry.name, entry.type);
       }
     }

@@ -11,6 +11,8 @@
 //   <store>/manifests/<algorithm>/<2 hex>/<hex>        an input manifest (manifest.hpp)
 //   <store>/inputs/<algorithm>/<2 hex>/<hex>           the manifests that list an input
 //   <store>/inputs/<algorithm>/journal                 manifests not yet in those (input_journal.hpp)
+//   <store>/builds.recent                             builds written since paths.index (path_index.hpp)
+//   <store>/paths.index                               which builds name a path (gc, fsck --repair)
 //   <store>/quarantine/<run>/...                      what fsck --repair set aside
 //
 // Not part of the store's interface: the PostgreSQL store has no files.

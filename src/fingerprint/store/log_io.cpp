@@ -130,10 +130,16 @@ refused_file(int root_fd, const struct stat& st)
 Fd
 change_lock(int root_fd, int operation)
 {
-  const std::string name(layout::k_change_lock);
+  return lock_file(root_fd, layout::k_change_lock, operation);
+}
+
+Fd
+lock_file(int root_fd, std::string_view lock_name, int operation, bool create)
+{
+  const std::string name(lock_name);
   // Read-write where allowed (an exclusive flock() on NFS needs it); a
   // lock file another user made without group write still locks read-only.
-  Fd fd(::openat(root_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666));
+  Fd fd(::openat(root_fd, name.c_str(), O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC, 0666));
   if (!fd) {
     fd = Fd(::openat(root_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   }

@@ -39,6 +39,9 @@ std::optional<std::string> refused_file(int root_fd, const struct stat& st);
 // (LOCK_SH or LOCK_EX), created when missing; an invalid Fd when it cannot
 // be opened or locked.
 util::Fd change_lock(int root_fd, int operation);
+// The same, of the empty file `name` at the root (path_index.hpp's);
+// without `create`, a file that is not there is not made (a reader's).
+util::Fd lock_file(int root_fd, std::string_view name, int operation, bool create = true);
 
 // flock(), retrying on EINTR.
 bool lock(int fd, int operation);

@@ -269,6 +269,22 @@ public:
     return false;
   }
 
+  // The builds whose events or products' input manifests may name one of
+  // `paths` (a superset, sorted as list_builds() sorts), each with whether
+  // it may name one as a manifest input; nullopt when the store keeps no
+  // index by path (path_index.hpp) or cannot use it now: the caller reads
+  // every build then.
+  struct BuildsAtPaths
+  {
+    std::vector<BuildRef> builds;
+    std::vector<bool> through_inputs;
+  };
+  virtual std::optional<BuildsAtPaths>
+  builds_at_paths(const std::vector<std::string>& /*paths*/) const
+  {
+    return std::nullopt;
+  }
+
   // The builds in the build index, sorted by project and build id.
   virtual Expected<std::vector<BuildRef>> list_builds() const = 0;
   virtual Expected<LogContents> read_build(const BuildRef& build) const = 0;

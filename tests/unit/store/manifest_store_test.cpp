@@ -387,15 +387,16 @@ findings_text(const FsckReport& report)
   return text;
 }
 
-TEST(ManifestStore, ANewStoreIsFormat3AndNamesTheNewTrees)
+TEST(ManifestStore, ANewStoreIsFormat4AndNamesTheNewTrees)
 {
   TempDir dir;
   writable(dir);
   const auto format = nlohmann::json::parse(test::read_file(dir / "store/fingerprint-store.json"));
-  EXPECT_EQ(format["format"], 3);
+  EXPECT_EQ(format["format"], 4);
   EXPECT_NE(format["layout"].get<std::string>().find("manifests/"), std::string::npos);
   EXPECT_NE(format["layout"].get<std::string>().find("inputs/"), std::string::npos);
   EXPECT_NE(format["layout"].get<std::string>().find("inputs/<algorithm>/journal"), std::string::npos);
+  EXPECT_NE(format["layout"].get<std::string>().find("builds.recent"), std::string::npos);
   EXPECT_EQ(k_oldest_supported_format, 1);
 }
 
