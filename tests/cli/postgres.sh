@@ -6,7 +6,7 @@
 # each scenario gets a database of its own, dropped at the end.
 #   a. a directory store migrated into a database answers every query
 #      (show, consumers, why, builds, build show, export, verify, graph,
-#      check, fsck, gc) byte for byte as the directory does; a second
+#      check, fsck, gc, history) byte for byte as the directory does; a second
 #      migrate copies nothing; both still agree after the same gc;
 #   b. recording straight into a database ($FINGERPRINT_DIR, --store,
 #      postgres://) answers like the same records in a directory; a record
@@ -349,6 +349,24 @@ run "$FP" --store "$A" builds --project many --json
 expect_json_each "$T/out" <<<"the new builds' inputs are counted :: [b['consumed'] for b in d] == [1, 2, 2]"
 same 0 "after gc: graph --artifacts --format json" graph --artifacts --format json
 same 0 "after gc: why --json plugin.so lib.so" why --json plugin.so lib.so
+# The index by path in the database (fingerprint_path_index), as
+# path_index.sh checks paths.index: gc wrote it, and history reads the
+# builds it names and every build changed since (many's, misc's second),
+# and answers as the directory does.
+expect_eq "$(sql "$A" "SELECT count(*) > 0 FROM fingerprint_path_index")" t "gc writes the index by path into the database"
+for x in lib.so app sys/libc.so.6 many3 other; do
+  same 0 "history --json $x" history --json "$x"
+done
+# Used: core's rows emptied under their unchanged stamps hide its builds.
+run "$FP" --store "$A" history --json lib.so
+expect_json "$T/out" "any(p['project'] == 'core' for v in d['versions'] for p in v['producers'])" "core produced lib.so"
+sql "$A" "UPDATE fingerprint_path_index SET paths = '{}', inputs = '{}' WHERE project = 'core'" >/dev/null
+run "$FP" --store "$A" history --json lib.so
+expect_json "$T/out" "not any(p['project'] == 'core' for v in d['versions'] for p in v['producers'])" \
+  "the index is what history reads: with core's rows emptied, core's builds are not read"
+run "$FP" --store "$A" fsck --repair
+expect_rc 0 "fsck --repair of the database writes the index anew"
+same 0 "after the index is written anew: history --json lib.so" history --json lib.so
 run "$FP" --store "$DIR" fsck --json
 cp "$T/out" fsck-dir.json
 run "$FP" --store "$A" fsck --json

@@ -196,6 +196,14 @@ PostgresStore::fsck(const FsckOptions& options) const
   }
   // Last, once damaged rows are set aside: the summary made from the rest.
   check_build_summaries(*this, report, options.repair, "fingerprint_build_summaries");
+  // And the index by path (paths.cpp), written anew from the rows: a row is
+  // checked by its stamp at every query, so nothing there is a finding.
+  if (options.repair) {
+    if (auto indexed = refresh_index_pack(); !indexed) {
+      report.findings.push_back(
+        {"fingerprint_path_index", 0, "not written anew: " + indexed.error().message, FsckKind::damage, {}});
+    }
+  }
   if (options.progress) {
     options.progress(static_cast<size_t>(count), static_cast<size_t>(count));
   }

@@ -79,6 +79,10 @@ public:
   }
   Expected<bool> write_build_summaries(const std::string& text) const override;
   std::optional<BuildStamp> build_stamp(const BuildRef& build) const override;
+  // fingerprint_path_index (paths.cpp): written by gc; a build whose stamp
+  // changed since, or that has no row, is read whatever the path.
+  std::optional<BuildsAtPaths> builds_at_paths(const std::vector<std::string>& paths) const override;
+  Expected<bool> refresh_index_pack() const override;
   Expected<std::vector<ManifestUse>> find_manifest_uses(const DigestKey& input,
                                                         std::vector<LogProblem>& problems) const override;
   Expected<std::vector<DigestKey>> find_by_prefix(digest::Algorithm algorithm,

@@ -609,20 +609,27 @@ DirectoryStore::check_path_index(FsckReport& report, bool repair) const
     } else {
       // The builds changed since its scan, which a query reads whole.
       std::set<std::pair<std::string, std::string>> excused;
-      if (recent && recent->valid()) {
+      auto read_changed = [&]() -> Expected<std::optional<std::vector<BuildRef>>> {
+        if (!recent || !recent->valid()) {
+          return std::optional<std::vector<BuildRef>>(std::vector<BuildRef>());
+        }
         auto text = uncovered_text(recent->get(), index->mark(), m_root + "/" + recent_relative);
-        auto changed = text ? parse_recent(*text) : std::nullopt;
-        if (!changed) {
-          report.findings.push_back(
-            {recent_relative,
-             0,
-             text ? "has a line that is not a build's (queries by path read every build)" : text.error().message,
-             FsckKind::damage,
-             {}});
-        } else {
-          for (const BuildRef& build : *changed) {
-            excused.emplace(build.project, build.build);
-          }
+        if (!text) {
+          return text.error();
+        }
+        return parse_recent(*text);
+      };
+      auto changed = read_changed();
+      if (!changed || !*changed) {
+        report.findings.push_back(
+          {recent_relative,
+           0,
+           changed ? "has a line that is not a build's (queries by path read every build)" : changed.error().message,
+           FsckKind::damage,
+           {}});
+      } else {
+        for (const BuildRef& build : **changed) {
+          excused.emplace(build.project, build.build);
         }
       }
       std::map<std::pair<std::string, std::string>, uint32_t> number_of;
@@ -638,6 +645,7 @@ DirectoryStore::check_path_index(FsckReport& report, bool repair) const
       // when it is one), unless the build is read whole anyway.
       const auto wanted = fresh.entries_by_build();
       const std::set<uint32_t> fresh_always(fresh.always().begin(), fresh.always().end());
+      std::vector<std::pair<uint32_t, size_t>> lacking; // build, paths missing
       for (uint32_t n = 0; n < fresh.builds().size(); ++n) {
         const BuildRef& build = fresh.builds()[n];
         if (fresh_always.contains(n) || excused.contains({build.project, build.build}) || wanted[n].empty()) {
@@ -654,15 +662,30 @@ DirectoryStore::check_path_index(FsckReport& report, bool repair) const
           }
         }
         if (missing > 0) {
-          report.findings.push_back({relative,
-                                     0,
-                                     "build " + build.build + " of " + build.project + ": " + std::to_string(missing)
-                                       + " of the " + std::to_string(wanted[n].size())
-                                       + " paths it names are not in it, and " + recent_relative
-                                       + " does not name the build (a writer stopped after its events?)",
-                                     FsckKind::damage,
-                                     {}});
+          lacking.emplace_back(n, missing);
         }
+      }
+      // A writer between its events (which the scan saw) and its line: named
+      // by now, unless it stopped there.
+      if (auto again = lacking.empty() ? changed : read_changed(); again && *again) {
+        std::set<std::pair<std::string, std::string>> named;
+        for (const BuildRef& build : **again) {
+          named.emplace(build.project, build.build);
+        }
+        std::erase_if(lacking, [&](const std::pair<uint32_t, size_t>& item) {
+          return named.contains({fresh.builds()[item.first].project, fresh.builds()[item.first].build});
+        });
+      }
+      for (const auto& [n, missing] : lacking) {
+        const BuildRef& build = fresh.builds()[n];
+        report.findings.push_back({relative,
+                                   0,
+                                   "build " + build.build + " of " + build.project + ": " + std::to_string(missing)
+                                     + " of the " + std::to_string(wanted[n].size())
+                                     + " paths it names are not in it, and " + recent_relative
+                                     + " does not name the build (a writer stopped after its events?)",
+                                   FsckKind::damage,
+                                   {}});
       }
     }
   }
