@@ -235,7 +235,7 @@ import re, sys
 clean, relinked = sys.argv[1].split(" relinked:")
 parse = lambda part: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", part)}
 a, b = parse(clean), parse(relinked)
-parts = ("objects", "builds", "manifests", "inputs")
+parts = ("objects", "builds", "manifests", "inputs", "recent")
 total = lambda d, what: sum(d[f"{p}_{what}"] for p in parts)
 print("%.1f" % ((a["manifests_bytes"] + a["inputs_bytes"]) / a["pairs"]), a["pairs"], total(a, "bytes"),
       total(a, "lines"), total(b, "bytes") - total(a, "bytes"), total(b, "lines") - total(a, "lines"),

@@ -242,7 +242,8 @@ EOF
 
 [[ $project == generated ]] || exit 0
 
-# store_sizes LABEL: files, bytes and lines under each part of the store, and
+# store_sizes LABEL: files, bytes and lines under each part of the store
+# (and of builds.recent, at its root), and
 # the (product, input) pairs its manifests hold (a manifest's entries times
 # its users, the produced events in its log that name it).
 store_sizes() {
@@ -260,6 +261,11 @@ for part in ("objects", "builds", "manifests", "inputs"):
             size += len(data)
             lines += data.count(b"\n")
     out.append(f"{part}_files={files} {part}_bytes={size} {part}_lines={lines}")
+# builds.recent: a line per record call since the last gc (store/path_index.hpp).
+recent = os.path.join(root, "builds.recent")
+data = open(recent, "rb").read() if os.path.exists(recent) else b""
+newlines = data.count(b"\n")
+out.append(f"recent_files={int(os.path.exists(recent))} recent_bytes={len(data)} recent_lines={newlines}")
 pairs = 0
 for d, _, names in os.walk(os.path.join(root, "manifests")):
     for n in names:
