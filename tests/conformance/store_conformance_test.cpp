@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <libpq-fe.h>
+#include <map>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -352,6 +353,46 @@ TEST_P(StoreConformance, AppendedEventsReadBackInAppendOrderFieldForField)
   auto again = reader->read_log(a);
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(again->events, (std::vector<Event>{up, app9, app10, zeta, umlaut}));
+}
+
+// read_logs() answers for every key asked, once per key, each log in its
+// own append order however the appends interleaved them: a backend that
+// merges, sorts by time, drops an unknown key or reads a repeated key twice
+// fails.
+TEST_P(StoreConformance, ManyLogsReadAtOnceAreEachWhatReadingItAloneReads)
+{
+  const auto store = open(Access::write);
+  ASSERT_TRUE(store);
+  const auto a = key_of('a');
+  const auto b = key_of('b');
+  const auto c = key_of('c');
+  const auto d = key_of('d'); // never written
+  auto made_a = produced(a, "up", "1");
+  made_a.time = "2026-11-30T12:00:00.000Z";
+  const auto a_into_b = consumed(a, b, "app", "2");
+  const auto made_b = produced(b, "app", "2");
+  const auto a_into_c = consumed(a, c, "app", "3");
+  const auto made_c = produced(c, "app", "3");
+  ASSERT_TRUE(store->append({made_a}));
+  ASSERT_TRUE(store->append({a_into_b, made_b}));
+  ASSERT_TRUE(store->append({a_into_c, made_c}));
+
+  auto logs = store->read_logs({c, d, a, c, b});
+  ASSERT_TRUE(logs) << logs.error().message;
+  std::map<std::string, std::vector<Event>> events;
+  for (const auto& [key, log] : *logs) {
+    events[key] = log.events;
+    EXPECT_TRUE(log.problems.empty()) << key;
+    auto alone = store->read_log(*parse_digest_key(key));
+    ASSERT_TRUE(alone) << alone.error().message;
+    EXPECT_EQ(log.events, alone->events) << key;
+  }
+  EXPECT_EQ(events,
+            (std::map<std::string, std::vector<Event>>{
+              {a.str(), {made_a, a_into_b, a_into_c}}, {b.str(), {made_b}}, {c.str(), {made_c}}, {d.str(), {}}}));
+  auto none = store->read_logs({});
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
 }
 
 TEST_P(StoreConformance, TheRawLogIsOneSerializedLinePerEventInOrder)

@@ -21,25 +21,34 @@ constexpr OptionSpec k_options[] = {
   {"algorithm", OptionKind::value, "A", "digest a FILE argument with A (default sha256)"},
 };
 
-// The name a product was produced under, for people; its digest otherwise.
-std::string
-product_name(const store::Store& store, const std::string& product, std::map<std::string, std::string>& memo)
+// The names the hits' products were produced under, for people, by
+// digest; a product whose producer is not recorded is named by its digest.
+// Its producers are in its own log: no need for the consumers its
+// manifests name (load_record). One read for all of them.
+std::map<std::string, std::string>
+product_names(const store::Store& store, const std::vector<store::ConsumerHit>& hits)
 {
-  if (auto it = memo.find(product); it != memo.end()) {
-    return it->second;
-  }
-  std::string name = product;
-  if (auto key = store::parse_digest_key(product)) {
-    // Its producers are in its own log: no need for the consumers its
-    // manifests name (load_record).
-    if (auto log = store.read_log(*key)) {
-      if (auto record = store::fold_record(*key, std::move(*log)); !record.producers.empty()) {
-        name = display_path(record.producers.front().path);
+  std::map<std::string, std::string> names;
+  std::vector<store::DigestKey> products;
+  for (const auto& hit : hits) {
+    if (names.emplace(hit.event.product, hit.event.product).second) {
+      if (auto key = store::parse_digest_key(hit.event.product)) {
+        products.push_back(std::move(*key));
       }
     }
   }
-  memo.emplace(product, name);
-  return name;
+  if (auto logs = store.read_logs(products)) {
+    for (auto& [product, log] : *logs) {
+      auto key = store::parse_digest_key(product);
+      if (!key) {
+        continue;
+      }
+      if (auto record = store::fold_record(*key, std::move(log)); !record.producers.empty()) {
+        names[product] = display_path(record.producers.front().path);
+      }
+    }
+  }
+  return names;
 }
 
 // The consumers of `key` whose edge to it has one of `roles` and, with
@@ -158,7 +167,7 @@ run(const Args& args, Context& context, Prepared& prepared)
     write_out(context, "no consumers recorded for " + key.str() + with_role + "\n");
     return k_exit_ok;
   }
-  std::map<std::string, std::string> names;
+  const std::map<std::string, std::string> names = product_names(*prepared.store, *hits);
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"PROJECT", "TARGET", "ROLE", "BUILD", "HOST", "TIME", "PRODUCED"});
   if (transitive) {
@@ -172,7 +181,7 @@ run(const Args& args, Context& context, Prepared& prepared)
                                     event.build,
                                     event.host,
                                     human_time(event.time),
-                                    product_name(*prepared.store, event.product, names)};
+                                    names.at(event.product)};
     if (transitive) {
       row.insert(row.begin(), std::string(static_cast<size_t>(hit.depth - 1) * 2, ' ') + std::to_string(hit.depth));
     }

@@ -189,6 +189,44 @@ PostgresStore::read_log(const DigestKey& key) const
   return contents_of(*rows);
 }
 
+Expected<std::map<std::string, LogContents>>
+PostgresStore::read_logs(const std::vector<DigestKey>& keys) const
+{
+  std::map<std::string, LogContents> logs;
+  if (keys.empty() || !m_has_schema) {
+    for (const DigestKey& key : keys) {
+      logs[key.str()];
+    }
+    return logs;
+  }
+  for (const DigestKey& key : keys) {
+    logs[key.str()];
+  }
+  // Each key once, as a text[] literal: a key ("sha256:<hex>") needs no quoting.
+  std::string array = "{";
+  for (const auto& [key, none] : logs) {
+    array += (array.size() > 1 ? "," : "") + key;
+  }
+  array += '}';
+  // Each key's rows as log_rows() reads them (OFFSET 0: one key at a time,
+  // by the two indexes, however many keys the planner expects).
+  auto rows = Session(m_connection->conn, m_location)
+                .run("reading " + std::to_string(keys.size()) + " logs",
+                     "SELECT k.log, e.id, e.line FROM unnest($1::text[]) AS k(log) CROSS JOIN LATERAL ("
+                     " SELECT id, line FROM fingerprint_events"
+                     " WHERE (log = k.log AND logged) OR (inputs = k.log AND listed) OFFSET 0) e"
+                     " ORDER BY 1, 2",
+                     {array});
+  if (!rows) {
+    return rows.error();
+  }
+  for (int row = 0; row < PQntuples(rows->get()); ++row) {
+    postgresql::parse_row(
+      PQgetvalue(rows->get(), row, 1), PQgetvalue(rows->get(), row, 2), logs[PQgetvalue(rows->get(), row, 0)]);
+  }
+  return logs;
+}
+
 Expected<std::string>
 PostgresStore::read_raw_log(const DigestKey& key) const
 {

@@ -62,6 +62,7 @@ public:
                              Warnings* warnings = nullptr) const override;
   Expected<void> append_link(const DigestKey& log, const Event& event, Warnings* warnings = nullptr) const override;
   Expected<LogContents> read_log(const DigestKey& key) const override;
+  Expected<std::map<std::string, LogContents>> read_logs(const std::vector<DigestKey>& keys) const override;
   Expected<bool> put_manifest(const DigestKey& key,
                               const std::string& encoded,
                               const Manifest& manifest,

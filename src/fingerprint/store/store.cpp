@@ -59,6 +59,20 @@ Store::put_manifest(const DigestKey&, const std::string&, const Manifest&, Warni
   return Error{location() + ": this store keeps no input manifests"};
 }
 
+Expected<std::map<std::string, LogContents>>
+Store::read_logs(const std::vector<DigestKey>& keys) const
+{
+  std::map<std::string, LogContents> logs;
+  for (const DigestKey& key : keys) {
+    auto log = read_log(key);
+    if (!log) {
+      return log.error();
+    }
+    logs[key.str()] = std::move(*log);
+  }
+  return logs;
+}
+
 Expected<std::optional<Manifest>>
 Store::read_manifest(const DigestKey&) const
 {

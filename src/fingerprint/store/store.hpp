@@ -7,6 +7,7 @@
 #include <fingerprint/util/fd.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -180,6 +181,11 @@ public:
   // Everything readable in one artifact's log; a log that does not exist
   // reads as empty.
   virtual Expected<LogContents> read_log(const DigestKey& key) const = 0;
+
+  // The logs of `keys`, each as read_log() reads it, by key (str()). The
+  // default reads them one by one; a database reads them in one statement,
+  // where a query naming each consumer's product made a round trip apiece.
+  virtual Expected<std::map<std::string, LogContents>> read_logs(const std::vector<DigestKey>& keys) const;
 
   // Stores an input manifest (manifest.hpp) under `key`, its name, from
   // `encoded`, its bytes, unless the store has it already. The reverse
