@@ -183,7 +183,10 @@ print("%.2f" % next(b["real_time"] for b in d["benchmarks"] if b["name"] == sys.
   say "a ${targets}-target generated project of trivial targets built from clean, hooked by injection and plain"
   # field LINE KEY: the value of KEY=... in LINE.
   field() { sed -E "s/.*(^| )$2=([^ ]+).*/\\2/" <<<"$1"; }
-  line=$(FINGERPRINT_BENCH_HEADERS=0 "$top/tests/bench/hooks_overhead.sh" "$work/prefix" generated "$targets" "$build_runs" | head -1)
+  # All of its output first: `| head -1` would stop it with SIGPIPE at its
+  # next line, and pipefail end this script.
+  lines=$(FINGERPRINT_BENCH_HEADERS=0 "$top/tests/bench/hooks_overhead.sh" "$work/prefix" generated "$targets" "$build_runs")
+  line=$(head -1 <<<"$lines")
   echo "trivial targets: $line" >&2
   row "${targets} trivial targets: hooked / plain wall ($(field "$line" wall_hooked_ms) / $(field "$line" wall_plain_ms) ms)" \
     "$(field "$line" wall_ratio)" "<=" 1.01
