@@ -67,6 +67,15 @@ Cache variables:
   The ``fingerprint`` executable. Found next to an installed package, built
   in the same tree when this repository is a subproject, or on ``PATH``.
 
+``FINGERPRINT_RECORDER``
+  ``ON`` (default): a link hook starts ``fingerprint-launch`` (installed
+  beside the runner; x86-64 Linux), a program without a C library that
+  hands the link to one resident runner process, the recorder, which
+  records it from a warm copy of itself; the first hook of a build starts
+  the recorder, which ends after a minute without links
+  (``FINGERPRINT_RECORDER_IDLE`` seconds). ``OFF``, or no
+  ``fingerprint-launch``: every link hook starts the runner.
+
 ``FINGERPRINT_PROVENANCE``
   ``ON`` (default): the first hook of each build records the build's
   provenance once: the source tree's git commit, branch, whether it is
@@ -151,6 +160,7 @@ option(FINGERPRINT_PROVENANCE "Record each build's source revision, toolchain an
 option(FINGERPRINT_TESTS "Add a fingerprint.<target> CTest test per fingerprinted target, as fingerprint_add_tests() does"
   OFF)
 option(FINGERPRINT_COMPILE_LAUNCHER "Run every compile through the fingerprint compile launcher, also where the link hook reads the build tool's dependency records" OFF)
+option(FINGERPRINT_RECORDER "Serve link hooks from one resident recorder process (fingerprint-launch), not a runner started per link" ON)
 set(FINGERPRINT_ALGORITHM "sha256" CACHE STRING "Digest algorithm of the fingerprints")
 set_property(CACHE FINGERPRINT_ALGORITHM PROPERTY STRINGS sha256 sha512 sha1 md5 blake2b512)
 

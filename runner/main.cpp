@@ -1,6 +1,8 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/store/store.hpp>
 
+#include "recorder.hpp"
+#include "recorder_protocol.hpp"
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -40,26 +42,40 @@ names_database(int argc, char** argv)
 // microseconds. It counts from the fork that started the runner (the
 // exec included) and leaves out the tools a hook runs, so that summed
 // over a build it is the hooks' own cost, without the compilers' noise
-// (tests/bench/hooks_overhead.sh).
+// (tests/bench/hooks_overhead.sh). The recorder logs each hook it served
+// the same way ("recorder-launch", runner/recorder.cpp).
 void
-log_cpu(int argc, char** argv)
+write_cpu_line(const char* label, long long user_us, long long system_us)
 {
   const char* path = std::getenv("FINGERPRINT_CPU_LOG");
   if (path == nullptr || *path == '\0') {
     return;
   }
-  struct rusage usage
-  {};
-  ::getrusage(RUSAGE_SELF, &usage);
-  const auto micros = [](const timeval& t) { return static_cast<long long>(t.tv_sec) * 1'000'000 + t.tv_usec; };
   char line[128];
-  const int length = std::snprintf(
-    line, sizeof line, "%.32s %lld %lld\n", argc > 1 ? argv[1] : "-", micros(usage.ru_utime), micros(usage.ru_stime));
+  const int length = std::snprintf(line, sizeof line, "%.32s %lld %lld\n", label, user_us, system_us);
   const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0 && length > 0) {
     (void)!::write(fd, line, static_cast<size_t>(length)); // one short append: whole lines
     ::close(fd);
   }
+}
+
+void
+log_cpu(const char* label)
+{
+  struct rusage usage
+  {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto micros = [](const timeval& t) { return static_cast<long long>(t.tv_sec) * 1'000'000 + t.tv_usec; };
+  write_cpu_line(label, micros(usage.ru_utime), micros(usage.ru_stime));
+}
+
+int
+run_here(int argc, char** argv)
+{
+  const int status = fingerprint::cmd::fingerprint_main(argc, argv);
+  log_cpu(argc > 1 ? argv[1] : "-");
+  return status;
 }
 
 } // namespace
@@ -72,12 +88,21 @@ log_cpu(int argc, char** argv)
 int
 main(int argc, char** argv)
 {
+  // Started by a hook that found none (runner/recorder.hpp).
+  if (argc == 3 && std::strcmp(argv[1], "--serve-recorder") == 0) {
+    const int status =
+      fingerprint::recorder::serve(argv[2], {names_database, fingerprint::cmd::fingerprint_main, write_cpu_line});
+    std::fflush(nullptr);
+    ::_exit(status); // no exit handlers while its threads end
+  }
   if (names_database(argc, argv)) {
     char self[PATH_MAX];
     const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (length > 0) {
       std::string path(self, static_cast<size_t>(length));
       path = path.substr(0, path.rfind('/') + 1) + "fingerprint-postgresql";
+      // A recorder serves no database store: none is started from there.
+      ::unsetenv(fingerprint::recorder::k_start_variable);
       ::execv(path.c_str(), argv);
       if (errno != ENOENT) {
         std::fprintf(stderr, "fingerprint: cannot run %s: %s\n", path.c_str(), std::strerror(errno));
@@ -85,7 +110,5 @@ main(int argc, char** argv)
       }
     }
   }
-  const int status = fingerprint::cmd::fingerprint_main(argc, argv);
-  log_cpu(argc, argv);
-  return status;
+  return run_here(argc, argv);
 }

@@ -59,6 +59,29 @@ function(_fingerprint_find_runner out_path out_in_tree)
   set(${out_path} "${FINGERPRINT_RUNNER}" PARENT_SCOPE)
 endfunction()
 
+# fingerprint-launch, beside the runner (built without a C library; see
+# docs/ARCHITECTURE.md, "The recorder"), when FINGERPRINT_RECORDER is ON and
+# it is there: link hooks then start it, and it hands each link to the
+# runner's resident recorder. Empty: the hooks start the runner.
+function(_fingerprint_find_launcher out runner in_tree)
+  set(${out} "" PARENT_SCOPE)
+  if(NOT FINGERPRINT_RECORDER)
+    return()
+  endif()
+  if(in_tree)
+    get_target_property(path fingerprint FINGERPRINT_LAUNCHER_PATH)
+  else()
+    get_filename_component(dir "${runner}" DIRECTORY)
+    set(path "${dir}/fingerprint-launch${CMAKE_EXECUTABLE_SUFFIX}")
+    if(NOT EXISTS "${path}" OR IS_DIRECTORY "${path}")
+      set(path "")
+    endif()
+  endif()
+  if(path)
+    set(${out} "${path}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 # The compilers whose links accept -Wl,--dependency-file= (GNU ld >= 2.35,
 # lld, mold), checked once per build tree.
 function(_fingerprint_depfile_drivers out)
@@ -460,6 +483,11 @@ function(_fingerprint_finalize)
   _fingerprint_write_toolchain()
   _fingerprint_depfile_drivers(drivers)
   _fingerprint_common_args(common "${runner}" launch)
+  _fingerprint_find_launcher(launcher "${runner}" "${in_tree}")
+  if(launcher)
+    _fingerprint_quote(q_launcher "${launcher}")
+    set(common "${q_launcher} ${common}")
+  endif()
   # A runner built in this tree does not exist yet when the first custom
   # commands run (its own, a custom target's, rebuild_cache): then
   # generated files are not recorded.

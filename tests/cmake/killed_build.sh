@@ -148,7 +148,9 @@ else
       printf '\n%.0s' $(seq 1 200) >>"$seq_file" # blank lines: the next rewrite cuts the file
     fi
     touch "$p/p1.c"
-    LINK_MARKS=$T/marks/inject strace -f -qq -o /dev/null -P "$seq_file" -e trace=lseek,write,pwrite64,ftruncate \
+    # The hooks run the runner here (FINGERPRINT_RECORDER=off): a recorder
+    # is no child of ninja, and strace would not see its rewrite.
+    FINGERPRINT_RECORDER=off LINK_MARKS=$T/marks/inject strace -f -qq -o /dev/null -P "$seq_file" -e trace=lseek,write,pwrite64,ftruncate \
       -e inject="$call":signal=KILL:when=1 ninja -C "$T/b" p1 >"$T/inject-$call.log" 2>&1 && rc=0 || rc=$?
     if ((rc != 0)); then
       killed_hooks=$((killed_hooks + 1))

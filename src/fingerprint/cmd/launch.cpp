@@ -8,9 +8,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fingerprint::cmd {
@@ -114,9 +118,34 @@ record_step(const Args& args,
     [&](const std::string& warning) { print_warning(context, warning); });
 }
 
+class LocalExecutor final : public LaunchExecutor
+{
+public:
+  void
+  exec(const std::vector<std::string>& argv) override
+  {
+    util::exec_program(argv);
+  }
+  Expected<int>
+  run(const std::vector<std::string>& argv) override
+  {
+    return util::run_program(argv);
+  }
+};
+
+LocalExecutor g_local_executor;
+LaunchExecutor* g_executor = &g_local_executor;
+
 int
 run(const Args& args, Context& context, Prepared& /*prepared*/)
 {
+  // fingerprint-launch found no recorder and asks for one: started first,
+  // while this process has no thread, so that the next links find it.
+  if (const char* name = std::getenv("FINGERPRINT_RECORDER_START"); name != nullptr && *name != '\0') {
+    const std::string copy = name;
+    ::unsetenv("FINGERPRINT_RECORDER_START");
+    start_recorder(copy);
+  }
   auto plan = plan_launch(args);
   if (!plan) {
     print_error(context, "launch: " + plan.error().message);
@@ -138,7 +167,7 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
       }
     }
     std::fflush(nullptr);
-    util::exec_program(plan->command);
+    g_executor->exec(plan->command);
     print_error(context, plan->command.front() + ": " + util::errno_text(errno));
     return 127;
   }
@@ -146,13 +175,16 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   // its next allocation than given back and faulted in again (a deps log
   // or a compression window of 128 KiB or more would otherwise be mapped,
   // zeroed and unmapped each), and the heap grows in steps of 1 MiB.
-  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
-  ::mallopt(M_TOP_PAD, 1 << 20);
+  // (A recorder lives long and serves many: it keeps glibc's defaults.)
+  if (g_executor == &g_local_executor) {
+    ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    ::mallopt(M_TOP_PAD, 1 << 20);
+  }
   // Before the link: a build tool killed during it leaves an orphan
   // that can no longer tell which invocation it belongs to.
   hook::claim_build_id(absolute_path(*args.value("build-dir")));
-  auto status = util::run_program(plan->command);
+  auto status = g_executor->run(plan->command);
   if (!status) {
     print_error(context, status.error().message);
     return 127;
@@ -167,6 +199,48 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
 }
 
 } // namespace
+
+void
+set_launch_executor(LaunchExecutor* executor)
+{
+  g_executor = executor != nullptr ? executor : &g_local_executor;
+}
+
+void
+start_recorder(const std::string& name)
+{
+  const pid_t first = ::fork();
+  if (first != 0) {
+    if (first > 0) {
+      while (::waitpid(first, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    return; // a recorder that cannot start leaves the hooks as they were
+  }
+  ::setsid();
+  if (::fork() != 0) {
+    ::_exit(0);
+  }
+  if (::chdir("/") != 0) {
+    ::_exit(1);
+  }
+  const int null = ::open("/dev/null", O_RDWR);
+  if (null < 0) {
+    ::_exit(1);
+  }
+  ::dup2(null, 0);
+  ::dup2(null, 1);
+  ::dup2(null, 2);
+  // Every other descriptor of the hook (a build tool's pipes, make's
+  // jobserver) closed: a build waits for the end of what holds its pipes.
+  if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
+    for (int fd = 3; fd < 65536; ++fd) {
+      ::close(fd);
+    }
+  }
+  ::execl("/proc/self/exe", "fingerprint", "--serve-recorder", name.c_str(), static_cast<char*>(nullptr));
+  ::_exit(127);
+}
 
 Expected<LaunchPlan>
 plan_launch(const Args& args)

@@ -23,6 +23,31 @@ struct LaunchPlan
   digest::Algorithm algorithm = digest::k_default_algorithm;
 };
 
+// How `launch` runs the link rule's command: as this process's child and in
+// its place (the default), or through fingerprint-launch, whose recorder
+// serves the hook from a warm process (runner/recorder.cpp) and has the
+// launcher run the command.
+class LaunchExecutor
+{
+public:
+  virtual ~LaunchExecutor() = default;
+  // Replaces the hook with `argv`: nothing is recorded after it. Returns
+  // only when that failed, with errno set.
+  virtual void exec(const std::vector<std::string>& argv) = 0;
+  // Runs `argv` and returns its exit status as a shell gives it.
+  virtual Expected<int> run(const std::vector<std::string>& argv) = 0;
+};
+
+// The executor `launch` uses from now on; null: the default.
+void set_launch_executor(LaunchExecutor* executor);
+
+// Starts a recorder under `name` (fingerprint-launch's, see
+// runner/recorder_protocol.hpp) as a daemon: this runner's binary, in a
+// session of its own, its standard streams /dev/null and no other
+// descriptor kept, so that no build tool waits for it. Waits only for the
+// intermediate process.
+void start_recorder(const std::string& name);
+
 // The command to run and what to read after it, from launch's options; an
 // error is a usage error.
 Expected<LaunchPlan> plan_launch(const Args& args);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace fingerprint::digest {
 
@@ -359,12 +360,88 @@ DigestCache::table(Algorithm algorithm, bool create) const
   return usable();
 }
 
+namespace {
+
+// What a process that serves many hooks (the recorder) remembers of the
+// table: the digests it found or stored, by cache directory, algorithm and
+// key, so that an input every link reads costs its stat alone. The key is
+// the table's own (ctime is in it: no write leaves it as it was), so a
+// remembered digest is exactly as good as the slot it came from.
+struct MemoKey
+{
+  FileIdentity identity;
+  Algorithm algorithm;
+  bool operator==(const MemoKey&) const = default;
+};
+
+struct MemoKeyHash
+{
+  size_t
+  operator()(const MemoKey& key) const
+  {
+    return static_cast<size_t>(DigestCache::home_slot(key.identity) ^ (static_cast<uint64_t>(key.algorithm) << 56));
+  }
+};
+
+constexpr size_t k_memo_entries = 1 << 18; // about 40 MB at most; forgotten whole when full
+std::atomic<bool> g_remember{false};
+std::mutex g_memo_mutex;
+std::unordered_map<std::string, std::unordered_map<MemoKey, std::string, MemoKeyHash>> g_memo;
+size_t g_memo_size = 0;
+
+std::optional<std::string>
+remembered(const std::string& directory, Algorithm algorithm, const FileIdentity& identity)
+{
+  std::lock_guard lock(g_memo_mutex);
+  const auto of_directory = g_memo.find(directory);
+  if (of_directory == g_memo.end()) {
+    return std::nullopt;
+  }
+  const auto found = of_directory->second.find({identity, algorithm});
+  return found == of_directory->second.end() ? std::nullopt : std::optional(found->second);
+}
+
+void
+remember(const std::string& directory, Algorithm algorithm, const FileIdentity& identity, const std::string& hex)
+{
+  std::lock_guard lock(g_memo_mutex);
+  if (g_memo_size >= k_memo_entries) {
+    g_memo.clear();
+    g_memo_size = 0;
+  }
+  g_memo_size += g_memo[directory].insert_or_assign({identity, algorithm}, hex).second ? 1 : 0;
+}
+
+} // namespace
+
+void
+DigestCache::remember_in_process(bool on)
+{
+  g_remember = on;
+}
+
 std::optional<std::string>
 DigestCache::lookup(Algorithm algorithm, const FileIdentity& identity) const
 {
   if (!enabled()) {
     return std::nullopt;
   }
+  if (g_remember) {
+    if (auto hex = remembered(m_directory, algorithm, identity)) {
+      return hex;
+    }
+    auto found = lookup_table(algorithm, identity);
+    if (found) {
+      remember(m_directory, algorithm, identity, *found);
+    }
+    return found;
+  }
+  return lookup_table(algorithm, identity);
+}
+
+std::optional<std::string>
+DigestCache::lookup_table(Algorithm algorithm, const FileIdentity& identity) const
+{
   Table* table = this->table(algorithm, false);
   if (table == nullptr || table->broken) {
     return std::nullopt;
@@ -429,6 +506,9 @@ DigestCache::store(Algorithm algorithm,
   auto* bytes = reinterpret_cast<unsigned char*>(digest);
   if (hex.size() != 2 * digest_size(algorithm) || !util::from_hex(hex, bytes)) {
     return;
+  }
+  if (g_remember) {
+    remember(m_directory, algorithm, identity, hex);
   }
   Table* table = this->table(algorithm, true);
   if (table == nullptr || table->broken) {

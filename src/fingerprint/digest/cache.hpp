@@ -42,6 +42,13 @@ public:
 
   std::optional<std::string> lookup(Algorithm algorithm, const FileIdentity& identity) const;
 
+  // From now on this process also keeps, in memory, every digest it finds in
+  // or stores to a table, and looks there first: for the recorder, which
+  // serves every link of a build (a header a hundred links read is then one
+  // pread, not a hundred). Off by default: a process that hooks one link
+  // would only pay for the copies.
+  static void remember_in_process(bool on);
+
   // Stores `hex` for `identity`, computed from bytes read at `read_at_ns`,
   // unless the entry could not be trusted (see is_trustworthy).
   void store(Algorithm algorithm,
@@ -83,6 +90,7 @@ private:
   // another user's, damaged).
   Table* table(Algorithm algorithm, bool create) const;
   static void write_slot(Table& table, const FileIdentity& identity, const uint64_t* digest, size_t words);
+  std::optional<std::string> lookup_table(Algorithm algorithm, const FileIdentity& identity) const;
 
   std::string m_directory;
   std::shared_ptr<Tables> m_tables;

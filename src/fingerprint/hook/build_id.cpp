@@ -101,14 +101,17 @@ is_shell(const std::string& name)
 // (find_tool looks no further, and the orphan rule only applies without
 // one), else up to init. PID 1 is looked at too: `docker run image ninja`
 // makes ninja PID 1.
+long g_hook_process = 0; // set_hook_process(); 0: this process
+
 std::vector<ProcessFacts>
 read_chain()
 {
   std::vector<ProcessFacts> chain(1);
-  if (!read_process(::getpid(), chain[0])) {
+  const long self = g_hook_process != 0 ? g_hook_process : ::getpid();
+  if (!read_process(self, chain[0])) {
     chain[0] = ProcessFacts{};
-    chain[0].pid = ::getpid();
-    chain[0].parent = ::getppid();
+    chain[0].pid = self;
+    chain[0].parent = g_hook_process != 0 ? 0 : ::getppid();
     return chain;
   }
   ProcessFacts info;
@@ -360,6 +363,18 @@ rewrite(int fd, const std::string& path, const std::string& text, size_t old_siz
 
 } // namespace
 
+void
+set_hook_process(long pid)
+{
+  g_hook_process = pid;
+}
+
+long
+hook_process()
+{
+  return g_hook_process != 0 ? g_hook_process : ::getpid();
+}
+
 std::string
 build_id_from_environment()
 {
@@ -487,6 +502,27 @@ std::mutex g_claimed_mutex;
 std::optional<Claimed> g_claimed;
 
 } // namespace
+
+ClaimedBuild
+claimed_build()
+{
+  std::lock_guard lock(g_claimed_mutex);
+  if (!g_claimed) {
+    return {};
+  }
+  return {true, g_claimed->build_dir, g_claimed->build_id, g_claimed->identity};
+}
+
+void
+set_claimed_build(const ClaimedBuild& claimed)
+{
+  std::lock_guard lock(g_claimed_mutex);
+  if (claimed.set) {
+    g_claimed = Claimed{claimed.build_dir, claimed.build_id, claimed.identity};
+  } else {
+    g_claimed.reset();
+  }
+}
 
 std::string
 invocation_identity()

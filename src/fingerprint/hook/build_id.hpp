@@ -33,6 +33,26 @@ std::string build_id_from_time();
 // the counter for itself.
 Expected<std::string> build_id_from_invocation(const std::string& build_dir);
 
+// The process the build tool is looked for from: this one (0, the
+// default), or the one a recorder serves (fingerprint-launch, which runs
+// the link as a child of the build tool's shell).
+void set_hook_process(long pid);
+// That process's id: names what is the hook's own (its linker's dependency file).
+long hook_process();
+
+// What build_id_from_invocation found and keeps for the rest of the
+// process, as a value: a recorder serving several hooks in one process
+// keeps each hook's and puts it back whenever it acts for that hook.
+struct ClaimedBuild
+{
+  bool set = false;
+  std::string build_dir;
+  std::string build_id;
+  std::string identity;
+};
+ClaimedBuild claimed_build();
+void set_claimed_build(const ClaimedBuild& claimed);
+
 // Takes this process's build id now, while the build tool that runs it is
 // alive: `launch` calls it before the link, because a build tool killed
 // during a link leaves the link running as an orphan that no longer finds

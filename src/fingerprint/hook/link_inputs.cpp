@@ -1,13 +1,18 @@
 #include <fingerprint/digest/hasher.hpp>
+#include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/ninja_deps.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +22,94 @@ namespace fingerprint::hook {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A build tree's deps log as this process read it last, with the tree's
+// physical path. Kept for the process's life and read on from where it was:
+// Ninja appends to the log, and a recompacted log is a new file (a new
+// inode), read anew. A runner that hooks one link reads it once anyway; the
+// recorder, serving every link of a build, reads each record once
+// (docs/ARCHITECTURE.md, "The recorder").
+struct KnownDepsLog
+{
+  std::string build_dir;
+  std::string physical_prefix; // the build tree as the kernel names it, with a slash
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string tail; // the file's last bytes read into the log: a file made anew under a reused inode differs there
+  std::shared_ptr<NinjaDepsLog> log;
+};
+
+// Up to 64 bytes of `fd` before `end`.
+std::string
+bytes_before(int fd, size_t end)
+{
+  std::string bytes(std::min<size_t>(end, 64), '\0');
+  const ssize_t n = ::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(end - bytes.size()));
+  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return bytes;
+}
+
+constexpr size_t k_known_deps_logs = 8; // build trees a recorder keeps; the oldest is dropped
+std::mutex g_deps_logs_mutex;
+std::list<KnownDepsLog> g_deps_logs; // most recently used first
+
+// The deps log of `build_dir` as it is now, or null when it has none.
+std::shared_ptr<NinjaDepsLog>
+current_deps_log(const std::string& build_dir, std::string& physical_prefix)
+{
+  const std::string path = build_dir + "/.ninja_deps";
+  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st
+  {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return nullptr;
+  }
+  std::lock_guard lock(g_deps_logs_mutex);
+  auto known = std::find_if(
+    g_deps_logs.begin(), g_deps_logs.end(), [&](const KnownDepsLog& entry) { return entry.build_dir == build_dir; });
+  if (known != g_deps_logs.end()) {
+    g_deps_logs.splice(g_deps_logs.begin(), g_deps_logs, known);
+    KnownDepsLog& entry = g_deps_logs.front();
+    const auto size = static_cast<size_t>(st.st_size);
+    if (!entry.log->ended() && entry.device == st.st_dev && entry.inode == st.st_ino && size >= entry.log->consumed()
+        && bytes_before(fd.get(), entry.log->consumed()) == entry.tail) {
+      if (size > entry.log->consumed()) {
+        std::string more(size - entry.log->consumed(), '\0');
+        const ssize_t n = ::pread(fd.get(), more.data(), more.size(), static_cast<off_t>(entry.log->consumed()));
+        more.resize(n > 0 ? static_cast<size_t>(n) : 0);
+        entry.log->extend(std::move(more));
+        entry.tail = bytes_before(fd.get(), entry.log->consumed());
+      }
+      physical_prefix = entry.physical_prefix;
+      return entry.log;
+    }
+    g_deps_logs.pop_front(); // another file, or one cut shorter: read anew
+  }
+  auto bytes = util::read_all(fd.get());
+  if (!bytes) {
+    return nullptr;
+  }
+  auto log = NinjaDepsLog::parse(std::move(*bytes));
+  if (!log) {
+    return nullptr;
+  }
+  KnownDepsLog entry{build_dir,
+                     "",
+                     st.st_dev,
+                     st.st_ino,
+                     bytes_before(fd.get(), log->consumed()),
+                     std::make_shared<NinjaDepsLog>(std::move(*log))};
+  if (char* real = ::realpath(build_dir.c_str(), nullptr); real != nullptr) {
+    entry.physical_prefix = std::string(real) + "/";
+    std::free(real);
+  }
+  physical_prefix = entry.physical_prefix;
+  g_deps_logs.push_front(std::move(entry));
+  if (g_deps_logs.size() > k_known_deps_logs) {
+    g_deps_logs.pop_back();
+  }
+  return g_deps_logs.front().log;
+}
 
 bool
 is_regular_file(const std::string& path)
@@ -71,7 +164,8 @@ depfile_path(const std::string& build_dir, const std::string& target)
       c = '_';
     }
   }
-  return dir + "/" + safe + "." + std::to_string(::getpid()) + ".d";
+  // The hook's process, not this one: the recorder serves many links at once.
+  return dir + "/" + safe + "." + std::to_string(hook_process()) + ".d";
 }
 
 namespace {
@@ -389,7 +483,7 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing, const s
     }
   };
   // Read only when an object has neither of the other records.
-  std::optional<NinjaDepsLog> ninja_deps;
+  std::shared_ptr<NinjaDepsLog> ninja_deps;
   bool ninja_deps_read = false;
   std::string physical_prefix; // the build tree as the kernel names it
   auto from_ninja_deps = [&](const std::string& object) {
@@ -398,13 +492,7 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing, const s
     }
     if (!ninja_deps_read) {
       ninja_deps_read = true;
-      if (auto log = NinjaDepsLog::read(build_dir + "/.ninja_deps")) {
-        ninja_deps.emplace(std::move(*log));
-      }
-      if (char* real = ::realpath(build_dir.c_str(), nullptr); real != nullptr) {
-        physical_prefix = std::string(real) + "/";
-        std::free(real);
-      }
+      ninja_deps = current_deps_log(build_dir, physical_prefix);
     }
     struct stat st
     {};

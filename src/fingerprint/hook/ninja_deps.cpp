@@ -12,10 +12,10 @@ constexpr uint32_t k_version = 4;
 constexpr uint32_t k_deps_flag = 0x8000'0000U;
 
 uint32_t
-word_at(const std::string& bytes, size_t offset)
+word_at(const char* bytes)
 {
   uint32_t value = 0;
-  std::memcpy(&value, bytes.data() + offset, sizeof value);
+  std::memcpy(&value, bytes, sizeof value);
   return value;
 }
 
@@ -24,58 +24,69 @@ word_at(const std::string& bytes, size_t offset)
 Expected<NinjaDepsLog>
 NinjaDepsLog::parse(std::string bytes)
 {
-  NinjaDepsLog log;
-  log.m_bytes = std::make_unique<const std::string>(std::move(bytes));
-  const std::string& b = *log.m_bytes;
-  if (b.size() < k_signature.size() + 4 || std::string_view(b).substr(0, k_signature.size()) != k_signature) {
+  if (bytes.size() < k_signature.size() + 4 || std::string_view(bytes).substr(0, k_signature.size()) != k_signature) {
     return Error{"not a Ninja deps log (no \"# ninjadeps\" header)"};
   }
-  if (const uint32_t version = word_at(b, k_signature.size()); version != k_version) {
+  if (const uint32_t version = word_at(bytes.data() + k_signature.size()); version != k_version) {
     return Error{"Ninja deps log version " + std::to_string(version) + ", this reader knows version "
                  + std::to_string(k_version) + " (Ninja 1.10 and later)"};
   }
-  size_t offset = k_signature.size() + 4;
+  NinjaDepsLog log;
+  log.m_consumed = k_signature.size() + 4;
+  bytes.erase(0, log.m_consumed);
+  log.extend(std::move(bytes));
+  return log;
+}
+
+void
+NinjaDepsLog::extend(std::string more)
+{
+  if (m_ended || more.empty()) {
+    return;
+  }
+  const std::string& b = *m_chunks.emplace_back(std::make_unique<const std::string>(std::move(more)));
+  size_t offset = 0;
   while (offset + 4 <= b.size()) {
-    const uint32_t head = word_at(b, offset);
+    const uint32_t head = word_at(b.data() + offset);
     const size_t size = head & ~k_deps_flag;
     const size_t body = offset + 4;
     if (size % 4 != 0 || body + size > b.size()) {
-      break; // cut short: the rest was never written whole
+      m_ended = size % 4 != 0;
+      break; // cut short: the rest was never written whole (yet)
     }
     if ((head & k_deps_flag) != 0) {
-      if (size < 12) {
-        break;
-      }
-      const uint32_t output = word_at(b, body);
-      const size_t count = (size - 12) / 4;
-      bool known = output < log.m_paths.size();
+      const uint32_t output = size >= 12 ? word_at(b.data() + body) : ~0U;
+      const size_t count = size >= 12 ? (size - 12) / 4 : 0;
+      bool known = output < m_paths.size();
       for (size_t i = 0; known && i < count; ++i) {
-        known = word_at(b, body + 12 + 4 * i) < log.m_paths.size();
+        known = word_at(b.data() + body + 12 + 4 * i) < m_paths.size();
       }
       if (!known) {
-        break; // ids are written before they are used: anything else is damage
+        m_ended = true; // ids are written before they are used: anything else is damage
+        break;
       }
-      const uint64_t mtime = word_at(b, body + 4) | (uint64_t{word_at(b, body + 8)} << 32);
-      log.m_deps[output] = {body + 12, count, static_cast<int64_t>(mtime)};
+      const uint64_t mtime = word_at(b.data() + body + 4) | (uint64_t{word_at(b.data() + body + 8)} << 32);
+      m_deps[output] = {b.data() + body + 12, count, static_cast<int64_t>(mtime)};
     } else {
-      if (size < 4) {
+      const auto id = static_cast<uint32_t>(m_paths.size());
+      if (size < 4 || word_at(b.data() + body + size - 4) != ~id) {
+        m_ended = true; // the checksum Ninja writes: a record from a torn write
         break;
       }
       size_t length = size - 4;
       while (length > 0 && b[body + length - 1] == '\0') {
         --length;
       }
-      const auto id = static_cast<uint32_t>(log.m_paths.size());
-      if (word_at(b, body + size - 4) != ~id) {
-        break; // the checksum Ninja writes: a record from a torn write
-      }
       const std::string_view path(b.data() + body, length);
-      log.m_paths.push_back(path);
-      log.m_ids.emplace(path, id);
+      m_paths.push_back(path);
+      m_ids.emplace(path, id);
     }
     offset = body + size;
   }
-  return log;
+  if (offset == 0) {
+    m_chunks.pop_back(); // nothing of it read: not kept for the next call to read again
+  }
+  m_consumed += offset;
 }
 
 Expected<NinjaDepsLog>
@@ -120,7 +131,7 @@ NinjaDepsLog::inputs_of(std::string_view output) const
   }
   inputs.reserve(deps->count);
   for (size_t i = 0; i < deps->count; ++i) {
-    inputs.emplace_back(m_paths[word_at(*m_bytes, deps->offset + 4 * i)]);
+    inputs.emplace_back(m_paths[word_at(deps->ids + 4 * i)]);
   }
   return inputs;
 }

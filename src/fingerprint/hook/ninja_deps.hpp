@@ -37,6 +37,26 @@ public:
   // Reads and parses the file at `path`.
   static Expected<NinjaDepsLog> read(const std::string& path);
 
+  // Parses what Ninja appended since: `more` is the file's bytes from
+  // consumed() on. A record still cut short at the end is left for the
+  // next call; after damage nothing more is read.
+  void extend(std::string more);
+
+  // Whether damage ended the log (Ninja cuts such a log short and appends
+  // anew: a reader that wants what follows reads the file again).
+  bool
+  ended() const
+  {
+    return m_ended;
+  }
+
+  // How many bytes of the file the records read so far take.
+  size_t
+  consumed() const
+  {
+    return m_consumed;
+  }
+
   // The inputs recorded for `output`, named as Ninja names it (relative to
   // the build tree, or absolute); empty when it has none.
   std::vector<std::string> inputs_of(std::string_view output) const;
@@ -60,18 +80,21 @@ public:
 private:
   struct Deps
   {
-    size_t offset = 0; // of the first input id in *m_bytes
+    const char* ids = nullptr; // the first input id, in one of m_chunks
     size_t count = 0;
     int64_t mtime = 0;
   };
 
   const Deps* find(std::string_view output) const;
 
-  // Behind a pointer so that the views into it survive moving the log.
-  std::unique_ptr<const std::string> m_bytes;
-  std::vector<std::string_view> m_paths; // into *m_bytes, by id
+  // The file's bytes as read, a chunk a read: the views and pointers into
+  // them survive moving the log and reading on.
+  std::vector<std::unique_ptr<const std::string>> m_chunks;
+  std::vector<std::string_view> m_paths; // by id
   std::unordered_map<std::string_view, uint32_t> m_ids;
   std::unordered_map<uint32_t, Deps> m_deps; // by output id
+  size_t m_consumed = 0;
+  bool m_ended = false; // damage: nothing after it is the log's
 };
 
 } // namespace fingerprint::hook

@@ -3,6 +3,7 @@
 #include <fingerprint/util/process.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
 #include <poll.h>
@@ -33,6 +34,33 @@ public:
 
 private:
   posix_spawn_file_actions_t m_actions{};
+};
+
+// What a child starts with: SIGPIPE at its default, whatever this process
+// does with it (the recorder ignores it, runner/recorder.cpp).
+class SpawnAttributes
+{
+public:
+  SpawnAttributes()
+  {
+    ::posix_spawnattr_init(&m_attributes);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    ::posix_spawnattr_setsigdefault(&m_attributes, &defaults);
+    ::posix_spawnattr_setflags(&m_attributes, POSIX_SPAWN_SETSIGDEF);
+  }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+  ~SpawnAttributes() { ::posix_spawnattr_destroy(&m_attributes); }
+  const posix_spawnattr_t*
+  get() const
+  {
+    return &m_attributes;
+  }
+
+private:
+  posix_spawnattr_t m_attributes{};
 };
 
 // argv as posix_spawn takes it; the strings must outlive it.
@@ -68,7 +96,8 @@ run_program(const std::vector<std::string>& argv)
 {
   auto arguments = c_argv(argv);
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, arguments[0], nullptr, nullptr, arguments.data(), environ);
+  const SpawnAttributes attributes;
+  const int spawned = ::posix_spawnp(&pid, arguments[0], nullptr, attributes.get(), arguments.data(), environ);
   if (spawned != 0) {
     return make_error(argv.front(), errno_text(spawned));
   }
@@ -114,7 +143,9 @@ run_captured(const std::vector<std::string>& argv, std::string_view input)
   ::posix_spawn_file_actions_adddup2(actions.get(), child_err.get(), STDERR_FILENO);
   auto arguments = c_argv(argv);
   pid_t pid = 0;
-  if (const int spawned = ::posix_spawn(&pid, argv[0].c_str(), actions.get(), nullptr, arguments.data(), environ);
+  const SpawnAttributes attributes;
+  if (const int spawned =
+        ::posix_spawn(&pid, argv[0].c_str(), actions.get(), attributes.get(), arguments.data(), environ);
       spawned != 0) {
     return fail(spawned);
   }

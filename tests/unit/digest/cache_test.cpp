@@ -59,6 +59,43 @@ TEST(DigestCache, YoungEntriesAreNotStoredAndOldOnesAre)
   EXPECT_EQ(*hit, k_hex_a);
 }
 
+// The recorder's memory of the table: what it found or stored is answered
+// without the table, by the same key (any change misses), per directory,
+// and only what the table would keep is kept.
+TEST(DigestCache, RememberedInProcessByTheTablesOwnKey)
+{
+  struct Remembering
+  {
+    Remembering() { DigestCache::remember_in_process(true); }
+    ~Remembering() { DigestCache::remember_in_process(false); }
+  } remembering;
+  TempDir dir;
+  TempDir other;
+  const DigestCache cache(dir.path());
+  constexpr int64_t tick = 1'000'000'000;
+  const auto id = identity(5 * tick, 5 * tick);
+  const auto young = identity(7 * tick, 7 * tick);
+  cache.store(Algorithm::sha256, id, k_hex_a, 6 * tick, tick);
+  cache.store(Algorithm::sha256, young, k_hex_a, 7 * tick, tick); // racy: neither stored nor remembered
+  // The table gone (a cache opened now finds none): what was stored is
+  // still answered, from memory.
+  std::filesystem::remove_all(dir / "digests");
+  ASSERT_FALSE(std::filesystem::exists(cache.table_path(Algorithm::sha256)));
+  const DigestCache reopened(dir.path());
+  const auto hit = reopened.lookup(Algorithm::sha256, id);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(*hit, k_hex_a);
+  EXPECT_FALSE(reopened.lookup(Algorithm::sha256, young));
+  EXPECT_FALSE(reopened.lookup(Algorithm::sha512, id)) << "another algorithm's digest";
+  auto changed = id;
+  changed.ctime_ns += 1;
+  EXPECT_FALSE(reopened.lookup(Algorithm::sha256, changed));
+  EXPECT_FALSE(DigestCache(other.path()).lookup(Algorithm::sha256, id)) << "another cache directory's";
+  // Not remembering: the table alone answers, and it is gone.
+  DigestCache::remember_in_process(false);
+  EXPECT_FALSE(DigestCache(dir.path()).lookup(Algorithm::sha256, id));
+}
+
 TEST(DigestCache, AnyChangeInTheKeyMisses)
 {
   TempDir dir;

@@ -197,6 +197,76 @@ TEST(CompileInputs, NinjasDepsLogAnswersForAnObjectWithoutARecord)
   EXPECT_EQ(missing, 1U);
 }
 
+// A process that hooks many links (the recorder) keeps a tree's deps log
+// and reads only what Ninja appended since; a log made anew (a new file,
+// perhaps under the inode of the one removed) is read anew.
+TEST(CompileInputs, ADepsLogReadOnAsNinjaAppendsAndAnewWhenMadeAgain)
+{
+  const test::TempDir dir;
+  std::filesystem::create_directories(dir / "o");
+  for (const char* name : {"a.cpp", "b.cpp", "a.hpp", "b.hpp", "c.hpp"}) {
+    test::write_file(dir / name, "");
+  }
+  const auto write_rules = [&](const std::string& a_deps, bool with_b) {
+    test::write_file(dir / "build.ninja",
+                     "rule cc\n"
+                     "  command = printf \"$out: $reads\\n\" > $out.d && touch $out\n"
+                     "  depfile = $out.d\n"
+                     "  deps = gcc\n"
+                     "build o/a.o: cc a.cpp\n  reads = "
+                       + a_deps + "\n" + (with_b ? "build o/b.o: cc b.cpp\n  reads = b.cpp b.hpp\n" : ""));
+  };
+  const std::string build = "cd '" + std::string(dir.path()) + "' && ninja >/dev/null 2>&1";
+  write_rules("a.cpp a.hpp", false);
+  ASSERT_EQ(std::system(build.c_str()), 0);
+  size_t missing = 9;
+  EXPECT_EQ(compile_inputs({dir / "o/a.o"}, missing, dir.path()), (Paths{dir / "a.cpp", dir / "a.hpp"}));
+  write_rules("a.cpp a.hpp", true); // b.o's record is appended
+  ASSERT_EQ(std::system(build.c_str()), 0);
+  EXPECT_EQ(compile_inputs({dir / "o/b.o"}, missing, dir.path()), (Paths{dir / "b.cpp", dir / "b.hpp"}));
+  EXPECT_EQ(missing, 0U);
+  // Made anew: the log and the objects removed, a.o now reading c.hpp.
+  std::filesystem::remove(dir / ".ninja_deps");
+  std::filesystem::remove(dir / ".ninja_log");
+  std::filesystem::remove(dir / "o/a.o");
+  std::filesystem::remove(dir / "o/b.o");
+  write_rules("a.cpp c.hpp", false);
+  ASSERT_EQ(std::system(build.c_str()), 0);
+  EXPECT_EQ(compile_inputs({dir / "o/a.o"}, missing, dir.path()), (Paths{dir / "a.cpp", dir / "c.hpp"}));
+  EXPECT_EQ(missing, 0U);
+  // Another tree's larger log written over this one in place: the same
+  // inode, as a file made anew may get, and no shorter.
+  const test::TempDir other;
+  for (const char* name : {"a.cpp", "b.cpp", "b.hpp", "c.hpp"}) {
+    test::write_file(other / name, "");
+  }
+  std::filesystem::create_directories(other / "o");
+  test::write_file(other / "build.ninja",
+                   "rule cc\n"
+                   "  command = printf \"$out: $reads\\n\" > $out.d && touch $out\n"
+                   "  depfile = $out.d\n"
+                   "  deps = gcc\n"
+                   "build o/b.o: cc b.cpp\n  reads = b.cpp b.hpp c.hpp\n"
+                   "build o/a.o: cc a.cpp\n  reads = a.cpp b.hpp\n");
+  ASSERT_EQ(std::system(("cd '" + std::string(other.path()) + "' && ninja >/dev/null 2>&1").c_str()), 0);
+  ASSERT_GT(std::filesystem::file_size(other / ".ninja_deps"), std::filesystem::file_size(dir / ".ninja_deps"));
+  const auto inode = [](const std::string& path) {
+    struct stat st
+    {};
+    return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  const auto before = inode(dir / ".ninja_deps");
+  std::filesystem::copy_file(
+    other / ".ninja_deps", dir / ".ninja_deps", std::filesystem::copy_options::overwrite_existing);
+  ASSERT_EQ(inode(dir / ".ninja_deps"), before);
+  struct stat made
+  {};
+  ASSERT_EQ(::stat((other / "o/a.o").c_str(), &made), 0);
+  const timespec times[2] = {{0, UTIME_OMIT}, made.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (dir / "o/a.o").c_str(), times, 0), 0);
+  EXPECT_EQ(compile_inputs({dir / "o/a.o"}, missing, dir.path()), (Paths{(dir / "a.cpp"), (dir / "b.hpp")}));
+}
+
 TEST(LinkInputs, ASettingsFileWithANulByteIsAnErrorThatNamesItsLine)
 {
   // Found by launch_fuzz: "consumes=liba.a\0" became a path that cut the

@@ -104,6 +104,43 @@ TEST(NinjaDeps, ATornTailEndsTheLogWhereNinjaWouldStop)
   EXPECT_EQ(log->inputs_of("a.o"), (Paths{"a.c", "h.h"}));
 }
 
+// What the recorder does with a build's log: read it once, then only what
+// Ninja appended, wherever the last read ended (inside a record too).
+TEST(NinjaDeps, ReadingOnFromAnyCutGivesWhatReadingTheWholeGives)
+{
+  LogWriter w;
+  const auto object = w.path("a.o");
+  const auto source = w.path("a.c");
+  w.deps(object, {source});
+  const size_t first = w.m_bytes.size();
+  const auto header = w.path("h.h");
+  const auto other = w.path("b.o");
+  w.deps(other, {header});
+  w.deps(object, {source, header});
+  for (size_t cut = first; cut <= w.m_bytes.size(); ++cut) {
+    SCOPED_TRACE("cut at " + std::to_string(cut));
+    auto log = NinjaDepsLog::parse(w.m_bytes.substr(0, cut));
+    ASSERT_TRUE(log) << log.error().message;
+    EXPECT_LE(log->consumed(), cut);
+    log->extend(w.m_bytes.substr(log->consumed()));
+    EXPECT_EQ(log->consumed(), w.m_bytes.size());
+    EXPECT_EQ(log->inputs_of("a.o"), (Paths{"a.c", "h.h"}));
+    EXPECT_EQ(log->inputs_of("b.o"), (Paths{"h.h"}));
+    EXPECT_EQ(log->path_count(), 4u);
+  }
+  // Damage ends the log for good: what comes after it is not read.
+  auto log = NinjaDepsLog::parse(w.m_bytes.substr(0, first));
+  ASSERT_TRUE(log);
+  std::string damaged = w.m_bytes.substr(first);
+  damaged[8] ^= 0x40; // h.h's checksum
+  log->extend(damaged);
+  const size_t after_damage = log->consumed();
+  EXPECT_EQ(after_damage, first);
+  log->extend(w.m_bytes.substr(first));
+  EXPECT_EQ(log->consumed(), after_damage);
+  EXPECT_EQ(log->inputs_of("a.o"), (Paths{"a.c"}));
+}
+
 TEST(NinjaDeps, BadChecksumsAndUnknownIdsEndTheLog)
 {
   LogWriter w;

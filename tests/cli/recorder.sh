@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# fingerprint-launch and the recorder (runner/recorder.cpp): the first link
+# hook finds no recorder, runs the runner and starts one; the next are served
+# by it, with the launcher's working directory, environment, umask and
+# standard streams, the command run by the launcher with its exit status
+# passed through, the build id of the launcher's build tool, and every way
+# the recorder can fail ending as a runner started per link would.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
+
+LAUNCHER=$(dirname "$FP")/fingerprint-launch
+if [[ ! -x $LAUNCHER ]]; then
+  fail "no fingerprint-launch beside $FP (it is built on x86-64 Linux)"
+  exit 1
+fi
+# A runner of this test's own, so that its recorder (named after the runner's
+# path and identity) is no other test's.
+mkdir -p "$T/bin"
+cp "$FP" "$T/bin/fingerprint"
+RUNNER=$T/bin/fingerprint
+export FINGERPRINT_RECORDER_IDLE=30 FINGERPRINT_CPU_LOG=$T/cpu.log
+S=$T/store
+mkdir -p "$T/work/bd"
+cd "$T/work"
+
+expect_ne() {
+  if [[ $1 != "$2" ]]; then _result 1 "$3"; else _result 0 "$3: got '$1'"; fi
+}
+expect_match() {
+  if [[ $1 =~ $2 ]]; then _result 1 "$3"; else _result 0 "$3: '$1' does not match $2"; fi
+}
+
+# The recorder of $RUNNER: its pid, once it listens (empty if none in 5 s).
+recorder_pid() {
+  local i pid
+  for ((i = 0; i < 100; i++)); do
+    for pid in $(pgrep -f -- "--serve-recorder fingerprint-recorder-$(id -u)-" || true); do
+      if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$RUNNER" ]]; then
+        echo "$pid"
+        return 0
+      fi
+    done
+    sleep 0.05
+  done
+}
+# launch_app [ENV=VALUE...] -- COMMAND...: a link hook of target app, output out.
+launch_app() {
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  run env "${envs[@]}" "$LAUNCHER" "$RUNNER" launch --store "$S" --project p --target app --output out --build-dir bd \
+    ${REQUIRED:+--required} -- "$@"
+}
+# log_count LABEL: lines of $FINGERPRINT_CPU_LOG for LABEL (launch: a runner
+# the launcher became; recorder-launch: a served call).
+log_count() { { grep -c "^$1 " "$FINGERPRINT_CPU_LOG" 2>/dev/null || true; } | head -1; }
+digest_of() { echo "sha256:$("$RUNNER" digest "$1" | cut -d" " -f1)"; }
+
+# 1. No recorder yet: the runner records, and starts one.
+echo one >in.o
+launch_app -- cp in.o out
+expect_rc 0 "the first hook"
+expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/0" "the first hook ran the runner itself"
+run "$RUNNER" --store "$S" show out
+expect_rc 0 "the first hook recorded out"
+pid=$(recorder_pid)
+expect_ne "$pid" "" "the first hook started a recorder"
+
+# 2. Served: the working directory (out and in.o are relative), the
+# environment (the build id), and the record as the runner would make it.
+echo two >in.o
+launch_app FINGERPRINT_BUILD_ID=served-7 -- cp in.o out
+expect_rc 0 "a served hook"
+expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/1" "the second hook was served by the recorder"
+run "$RUNNER" --store "$S" show --json out
+expect_in out "\"$(digest_of out)\"" "the served hook recorded out's new bytes"
+expect_in out '"build": "served-7"' "with the build id of the launcher's environment"
+expect_in out "\"build_dir\": \"$T/work/bd\"" "and the build tree taken from the launcher's working directory"
+run "$RUNNER" --store "$S" show --json in.o
+expect_in out '"role": "link"' "in.o, on the link line, recorded as consumed"
+
+# 3. The command's streams are the launcher's; its status is the hook's.
+launch_app -- sh -c 'echo to-out; echo to-err >&2; cp in.o out'
+expect_rc 0 "a command that writes"
+expect_eq "$OUT" "to-out" "the command's standard output passes through"
+expect_eq "$ERR" "to-err" "and its standard error"
+before=$(log_count recorder-launch)
+launch_app -- sh -c 'exit 3'
+expect_rc 3 "a command that fails: its status"
+launch_app -- sh -c 'kill -TERM $$'
+expect_rc 143 "a command killed by a signal: 128 + its number"
+expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/$((before + 2))" "both served"
+echo three >in.o
+launch_app -- sh -c 'read -r line; echo "$line" >out'  <<<"from-stdin"
+expect_rc 0 "a command that reads its standard input"
+expect_eq "$(cat out)" "from-stdin" "the command reads the launcher's standard input"
+
+# 4. A hook that cannot record: a warning, or with --required the step fails,
+# the message written where the launcher writes.
+rm -f out
+launch_app -- true
+expect_rc 0 "no output, not required"
+expect_in err "app: not fingerprinted" "the served hook warns on the launcher's standard error"
+REQUIRED=1 launch_app -- true
+expect_rc 1 "no output, --required: the step fails"
+expect_in err "FINGERPRINT_REQUIRED is ON" "and says why"
+
+# 5. An archive's steps: the ones before the last are exec'd by the launcher,
+# the last records (--record-after).
+cat >"$T/ranlib" <<'EOF'
+#!/bin/sh
+cp "$1" "$1.tmp" && mv "$1.tmp" "$1"
+EOF
+chmod +x "$T/ranlib"
+archive_step() {
+  run "$LAUNCHER" "$RUNNER" launch --store "$S" --project p --target lib --output lib.a --build-dir bd \
+    --type STATIC_LIBRARY --record-after "$T/ranlib" -- "$@"
+}
+before=$(log_count recorder-launch)
+archive_step sh -c 'echo archived >lib.a; echo step-ran'
+expect_rc 0 "an archive's ar step"
+expect_eq "$OUT" "step-ran" "the ar step ran"
+run "$RUNNER" --store "$S" show lib.a
+expect_rc 1 "nothing recorded after the ar step"
+archive_step "$T/ranlib" lib.a
+expect_rc 0 "an archive's ranlib step"
+run "$RUNNER" --store "$S" show lib.a
+expect_rc 0 "the archive recorded after its last step"
+expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/$((before + 2))" "both steps served"
+
+# 6. The umask is the launcher's: a new store's files under umask 077.
+(umask 077 && echo four >in.o && S=$T/private launch_app -- cp in.o out)
+expect_rc 0 "a hook under umask 077"
+expect_eq "$(find "$T/private" -type f -perm /077 | head -3)" "" "the store it made is private, as the launcher's umask asks"
+
+# 7. The build id of the launcher's build tool: two links of one ninja run
+# share it, the next run has the next one.
+if command -v ninja >/dev/null; then
+  mkdir -p "$T/nb"
+  cat >"$T/nb/build.ninja" <<EOF
+rule link
+  command = $LAUNCHER $RUNNER launch --store $S --project nb --target \$target --output \$out --build-dir $T/nb -- cp \$in \$out
+build $T/nb/a: link $T/work/in.o
+  target = a
+build $T/nb/b: link $T/work/in.o
+  target = b
+EOF
+  run ninja -C "$T/nb"
+  expect_rc 0 "a ninja run of two served links"
+  first=$("$RUNNER" --store "$S" show --json "$T/nb/a" | python3 -c 'import json,sys; print([e["build"] for e in json.load(sys.stdin)["producers"]][-1])')
+  second=$("$RUNNER" --store "$S" show --json "$T/nb/b" | python3 -c 'import json,sys; print([e["build"] for e in json.load(sys.stdin)["producers"]][-1])')
+  expect_eq "$first" "$second" "both links of one ninja run have one build id"
+  expect_match "$first" '^[0-9]+-[0-9a-f]+$' "counted per invocation of the build tool"
+  echo five >>"$T/work/in.o"
+  run ninja -C "$T/nb"
+  third=$("$RUNNER" --store "$S" show --json "$T/nb/a" | python3 -c 'import json,sys; print([e["build"] for e in json.load(sys.stdin)["producers"]][-1])')
+  expect_eq "${third%%-*}" "$((${first%%-*} + 1))" "the next ninja run has the next build number"
+else
+  fail "ninja is needed for the build id checks"
+fi
+
+# 8. A recorder that ends before it answers, after the command ran: said,
+# and the step fails only as it would have (its status, --required).
+echo six >in.o
+launch_app FINGERPRINT_TEST_RECORDER_DIE=1 -- cp in.o out
+expect_rc 0 "the recorder died after the link, not required"
+expect_in err "not fingerprinted: the recorder ended before it recorded this link" "the launcher says so"
+REQUIRED=1 launch_app FINGERPRINT_TEST_RECORDER_DIE=1 -- cp in.o out
+expect_rc 1 "the same with --required: the step fails"
+launch_app FINGERPRINT_TEST_RECORDER_DIE=1 -- sh -c 'exit 4'
+expect_rc 4 "the same after a failed link: the link's status"
+
+# 9. A call the recorder hands back (as it does for a PostgreSQL store): the
+# launcher runs the runner itself, which records.
+before=$(log_count launch)
+echo seven >in.o
+launch_app FINGERPRINT_TEST_RECORDER_FALLBACK=1 -- cp in.o out
+expect_rc 0 "a call handed back"
+expect_eq "$(log_count launch)" "$((before + 1))" "the runner ran it"
+run "$RUNNER" --store "$S" show --json out
+expect_in out "\"$(digest_of out)\"" "and recorded it"
+
+# 9b. FINGERPRINT_RECORDER=off: the launcher runs the runner without asking.
+before=$(log_count launch)
+served=$(log_count recorder-launch)
+echo seven-b >in.o
+launch_app FINGERPRINT_RECORDER=off -- cp in.o out
+expect_rc 0 "a hook with FINGERPRINT_RECORDER=off"
+expect_eq "$(log_count launch)/$(log_count recorder-launch)" "$((before + 1))/$served" "the runner ran it, not the recorder"
+
+# 10. The recorder killed: the next hook runs the runner and starts another.
+pid=$(recorder_pid)
+kill -9 "$pid"
+sleep 0.1
+before=$(log_count launch)
+echo eight >in.o
+launch_app -- cp in.o out
+expect_rc 0 "a hook after the recorder was killed"
+expect_eq "$(log_count launch)" "$((before + 1))" "the runner ran it"
+run "$RUNNER" --store "$S" show --json out
+expect_in out "\"$(digest_of out)\"" "and recorded it"
+new_pid=$(recorder_pid)
+expect_ne "$new_pid" "" "a new recorder listens"
+expect_ne "$new_pid" "$pid" "another process"
+
+# 11. Abstract names are open to every user: the recorder serves no other
+# user, and a launcher talks to no other user's recorder.
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+  name=$(tr -d '\0' <"/proc/$new_pid/cmdline" | sed 's/.*--serve-recorder//')
+  shared=$T/shared # a directory the other user may write
+  mkdir -p "$shared" && chmod 1777 "$shared"
+  chmod 711 "$T"
+  run env -C / setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import array, os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+try:
+    s.connect("\0" + sys.argv[1])
+    # A whole request, as fingerprint-launch sends it: a recorder that served
+    # this user would answer it (launch without options: a usage error).
+    strings = b"/bin/fingerprint\0launch\0"
+    fds = array.array("i", [0, 1, 2, os.open("/", os.O_RDONLY | os.O_DIRECTORY)])
+    s.sendmsg([struct.pack("=5I", 0x02525046, 0o22, 2, 0, len(strings))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    s.sendall(strings)
+    print("closed" if s.recv(16) == b"" else "answered")
+except (BrokenPipeError, ConnectionResetError):
+    print("closed") # closed before, or while, the request was sent
+' "$name"
+  expect_eq "$OUT" "closed" "the recorder closes a call of another user"
+  [[ $OUT == closed ]] || show_output >&2
+  kill -9 "$new_pid"
+  sleep 0.1
+  # A listener of another user squatting on the name: the launcher runs the runner.
+  env -C / setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0" + sys.argv[1]); s.listen(8)
+open(sys.argv[2], "w").close()
+time.sleep(20)' "$name" "$shared/squatting" &
+  squatter=$!
+  for ((i = 0; i < 100; i++)); do [[ -e $shared/squatting ]] && break; sleep 0.05; done
+  expect_eq "$(stat -c %u "$shared/squatting" 2>/dev/null)" 65534 "another user listens under the recorder's name"
+  before=$(log_count launch)
+  echo nine >in.o
+  launch_app -- cp in.o out
+  expect_rc 0 "a hook beside another user's listener"
+  expect_eq "$(log_count launch)" "$((before + 1))" "the launcher ran the runner rather than talk to it"
+  run "$RUNNER" --store "$S" show --json out
+  expect_in out "\"$(digest_of out)\"" "which recorded"
+  kill "$squatter" 2>/dev/null || true
+  wait "$squatter" 2>/dev/null || true
+fi
+
+for pid in $(pgrep -f -- "--serve-recorder fingerprint-recorder-"); do
+  [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$RUNNER" ]] && kill -9 "$pid"
+done
+finish
