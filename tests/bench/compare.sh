@@ -185,7 +185,8 @@ print("%.2f" % next(b["real_time"] for b in d["benchmarks"] if b["name"] == sys.
   field() { sed -E "s/.*(^| )$2=([^ ]+).*/\\2/" <<<"$1"; }
   # All of its output first: `| head -1` would stop it with SIGPIPE at its
   # next line, and pipefail end this script.
-  lines=$(FINGERPRINT_BENCH_HEADERS=0 "$top/tests/bench/hooks_overhead.sh" "$work/prefix" generated "$targets" "$build_runs")
+  lines=$(FINGERPRINT_BENCH_HEADERS=0 FINGERPRINT_BENCH_RUNNER_TREE=1 \
+    "$top/tests/bench/hooks_overhead.sh" "$work/prefix" generated "$targets" "$build_runs")
   line=$(head -1 <<<"$lines")
   echo "trivial targets: $line" >&2
   row "${targets} trivial targets: hooked / plain wall ($(field "$line" wall_hooked_ms) / $(field "$line" wall_plain_ms) ms)" \
@@ -196,6 +197,10 @@ print("%.2f" % next(b["real_time"] for b in d["benchmarks"] if b["name"] == sys.
   row "    of which compile hooks', per compile, ms ($(field "$line" compiles) compiles; none run by default)" \
     "$(field "$line" self_per_compile_ms)" "-" ""
   row "    and the link hook's (rm, ar, ranlib, link), per link, ms" "$(field "$line" self_per_link_ms)" "-" ""
+  row "  the same hooks without the recorder (FINGERPRINT_RECORDER=OFF), their own CPU per link, ms" \
+    "$(field "$line" self_runner_per_link_ms)" "-" ""
+  row "    and that build's CPU added per link, (hooked - plain) / links, ms" \
+    "$(field "$line" cpu_runner_added_per_link_ms)" "-" ""
 
 fi
 

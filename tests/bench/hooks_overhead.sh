@@ -167,6 +167,14 @@ trees=(plain hooked launcher)
 [[ $project == generated ]] || trees=(plain hooked)
 cmake -S "$src" -B "$work/launcher" -G Ninja "${options[@]}" -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$module" \
   -DFINGERPRINT_DIR="$store" -DFINGERPRINT_COMPILE_LAUNCHER=ON >/dev/null
+# FINGERPRINT_BENCH_RUNNER_TREE=1: a fourth tree hooked with
+# -DFINGERPRINT_RECORDER=OFF (every link starts the runner, as before the
+# recorder), in the same rotation: the recorder side by side with the runner.
+if [[ ${FINGERPRINT_BENCH_RUNNER_TREE:-0} == 1 ]]; then
+  cmake -S "$src" -B "$work/runner" -G Ninja "${options[@]}" -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$module" \
+    -DFINGERPRINT_DIR="$store" -DFINGERPRINT_RECORDER=OFF >/dev/null
+  trees+=(runner)
+fi
 
 # Each edge's command: compiles (-c) and the rest (links, archives).
 ninja -C "$work/plain" -t commands >"$work/commands"
@@ -207,15 +215,71 @@ build() {
   fi
 }
 
-# Until no recorder listens (an abstract socket named fingerprint-recorder-*).
+# Until no recorder of this runner runs (another runner's, a test suite's,
+# is not waited for).
 wait_for_recorders() {
-  local i
+  local i pid mine
   for ((i = 0; i < 200; i++)); do
-    grep -q '@fingerprint-recorder-' /proc/net/unix || return 0
+    mine=0
+    for pid in $(pgrep -f -- '--serve-recorder' || true); do
+      [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$(realpath "$fp")" ]] && mine=1
+    done
+    ((mine)) || return 0
     sleep 0.05
   done
   echo "warning: a recorder still listens 10 s after the build" >&2
 }
+
+# FINGERPRINT_BENCH_ONE_LINK=TARGET: instead of clean builds, one link of
+# TARGET counted on its own, steadier than a whole build's CPU: its rule run
+# again and again in its built tree (an unchanged relink), plain, hooked
+# through the recorder, and hooked with FINGERPRINT_RECORDER=off (the
+# runner per link), alternated round by round. Each figure is perf stat's
+# task-clock of the rule (the shell, the launcher, the runner where it
+# runs, the linker), plus, hooked, what the recorder logged for those calls
+# and its own share as it ended. Prints medians of the rounds in ms:
+# "one_link=TARGET plain_ms= hooked_ms= runner_ms= added_ms= runner_added_ms=".
+if [[ -n ${FINGERPRINT_BENCH_ONE_LINK:-} ]]; then
+  target=$FINGERPRINT_BENCH_ONE_LINK
+  rounds=${FINGERPRINT_BENCH_ONE_LINK_ROUNDS:-7}
+  repeat=${FINGERPRINT_BENCH_ONE_LINK_RUNS:-30}
+  command -v perf >/dev/null || { echo "error: needs perf (apt-get install linux-perf)" >&2; exit 1; }
+  ninja -C "$work/plain" "$target" >/dev/null
+  ninja -C "$work/hooked" "$target" >/dev/null
+  rule() { ninja -C "$work/$1" -t commands "$target" | tail -1; }
+  rule plain >"$work/plain.rule"
+  rule hooked >"$work/hooked.rule"
+  # clock_of TREE: task-clock ms of one run of TREE's rule in TREE, the mean of $repeat.
+  clock_of() {
+    (cd "$work/$1" && perf stat -r "$repeat" -x, -e task-clock sh "$work/$1.rule" 2>&1 >/dev/null) | tail -1 | cut -d, -f1
+  }
+  served_us() { awk '$1 == "recorder-launch" || $1 == "recorder" { us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log" 2>/dev/null || echo 0; }
+  : >"$work/one.rows"
+  for ((r = 0; r < rounds; r++)); do
+    plain_ms=$(clock_of plain)
+    (cd "$work/hooked" && FINGERPRINT_RECORDER=off sh "$work/hooked.rule") >/dev/null 2>&1 # store and cache warm
+    runner_ms=$(FINGERPRINT_RECORDER=off clock_of hooked)
+    # A recorder started, and warm; it logs its own share as it ends, one
+    # idle second after the timed runs (its start included: 1/$repeat of it).
+    (cd "$work/hooked" && FINGERPRINT_CPU_LOG=$work/cpu.log sh "$work/hooked.rule") >/dev/null 2>&1
+    rm -f "$work/cpu.log"
+    hooked_ms=$(FINGERPRINT_CPU_LOG=$work/cpu.log clock_of hooked)
+    wait_for_recorders
+    hooked_ms=$(awk -v a="$hooked_ms" -v b="$(served_us)" -v n="$repeat" 'BEGIN { printf "%.4f", a + b / 1000 / n }')
+    echo "$plain_ms $hooked_ms $runner_ms" >>"$work/one.rows"
+    say "round $((r + 1))/$rounds: CPU ms of one link: plain $plain_ms, hooked $hooked_ms, runner per link $runner_ms"
+  done
+  "$PY" - "$work/one.rows" "$target" <<'EOF'
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
+med = lambda i: statistics.median(r[i] for r in rows)
+added = statistics.median(r[1] - r[0] for r in rows)
+runner_added = statistics.median(r[2] - r[0] for r in rows)
+print(f"one_link={sys.argv[2]} rounds={len(rows)} plain_ms={med(0):.3f} hooked_ms={med(1):.3f} runner_ms={med(2):.3f}"
+      f" added_ms={added:.3f} runner_added_ms={runner_added:.3f}")
+EOF
+  exit 0
+fi
 
 # One untimed build first: the page cache holds the compiler and headers.
 build plain
@@ -228,7 +292,8 @@ for ((r = 0; r < runs; r++)); do
     build "${trees[(r + k) % ${#trees[@]}]}"
   done
   say "round $((r + 1))/$runs: wall ms plain $(tail -1 "$work/plain.times" | cut -d' ' -f1)," \
-    "hooked $(tail -1 "$work/hooked.times" | cut -d' ' -f1), with the compile launcher $(tail -1 "$work/launcher.times" 2>/dev/null | cut -d' ' -f1)"
+    "hooked $(tail -1 "$work/hooked.times" | cut -d' ' -f1), with the compile launcher $(tail -1 "$work/launcher.times" 2>/dev/null | cut -d' ' -f1)" \
+    "${FINGERPRINT_BENCH_RUNNER_TREE:+, without the recorder $(tail -1 "$work/runner.times" 2>/dev/null | cut -d' ' -f1)}"
 done
 recorded=$("$fp" --store "$store" builds --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))')
 
@@ -236,13 +301,15 @@ recorded=$("$fp" --store "$store" builds --json | "$PY" -c 'import json,sys; pri
 import os, statistics, sys
 work, compiles, links, runs, recorded = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 t = {}
-for tree in ("plain", "hooked", "launcher"):
+for tree in ("plain", "hooked", "launcher", "runner"):
     if not os.path.exists(f"{work}/{tree}.times"):
         t[tree] = [(0, 0)]
         continue
     rows = [tuple(map(int, l.split())) for l in open(f"{work}/{tree}.times")]
     t[tree] = rows
-self_us = [tuple(map(int, l.split())) for l in open(f"{work}/hooked.self")] if os.path.exists(f"{work}/hooked.self") else [(0, 0)]
+self_of = lambda tree: [tuple(map(int, l.split())) for l in open(f"{work}/{tree}.self")] if os.path.exists(f"{work}/{tree}.self") else [(0, 0)]
+self_us = self_of("hooked")
+runner_us = self_of("runner")
 med = lambda xs: statistics.median(xs)
 wall = {k: med([r[0] for r in v]) for k, v in t.items()}
 cpu = {k: med([r[1] for r in v]) for k, v in t.items()}
@@ -259,6 +326,9 @@ print(f"runs={runs} compiles={compiles} links={links} builds_recorded={recorded}
       f" self_per_compile_ms={med([c for c, _ in self_us]) / 1000 / max(compiles, 1):.3f}"
       f" self_per_link_ms={med([l for _, l in self_us]) / 1000 / links:.3f}"
       f" self_all_per_link_ms={med([c + l for c, l in self_us]) / 1000 / links:.3f}"
+      f" wall_runner_ms={wall['runner']:.0f} cpu_runner_ms={cpu['runner']:.0f}"
+      f" cpu_runner_added_per_link_ms={(cpu['runner'] - cpu['plain']) / links if cpu['runner'] else float('nan'):.2f}"
+      f" self_runner_per_link_ms={med([c + l for c, l in runner_us]) / 1000 / links:.3f}"
       f" wall_plain_all={'/'.join(str(r[0]) for r in t['plain'])}"
       f" wall_hooked_all={'/'.join(str(r[0]) for r in t['hooked'])}")
 EOF

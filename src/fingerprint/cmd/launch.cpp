@@ -121,10 +121,11 @@ record_step(const Args& args,
 class LocalExecutor final : public LaunchExecutor
 {
 public:
-  void
+  bool
   exec(const std::vector<std::string>& argv) override
   {
     util::exec_program(argv);
+    return false;
   }
   Expected<int>
   run(const std::vector<std::string>& argv) override
@@ -167,7 +168,9 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
       }
     }
     std::fflush(nullptr);
-    g_executor->exec(plan->command);
+    if (g_executor->exec(plan->command)) {
+      return k_exit_ok; // the launcher runs it
+    }
     print_error(context, plan->command.front() + ": " + util::errno_text(errno));
     return 127;
   }

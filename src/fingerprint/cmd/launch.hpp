@@ -31,9 +31,10 @@ class LaunchExecutor
 {
 public:
   virtual ~LaunchExecutor() = default;
-  // Replaces the hook with `argv`: nothing is recorded after it. Returns
-  // only when that failed, with errno set.
-  virtual void exec(const std::vector<std::string>& argv) = 0;
+  // Replaces the hook with `argv`, or hands `argv` to the launcher that
+  // runs it in the hook's place (true): nothing is recorded after it.
+  // False when that failed, with errno set.
+  virtual bool exec(const std::vector<std::string>& argv) = 0;
   // Runs `argv` and returns its exit status as a shell gives it.
   virtual Expected<int> run(const std::vector<std::string>& argv) = 0;
 };
