@@ -230,53 +230,65 @@ wait_for_recorders() {
   echo "warning: a recorder still listens 10 s after the build" >&2
 }
 
-# FINGERPRINT_BENCH_ONE_LINK=TARGET: instead of clean builds, one link of
-# TARGET counted on its own, steadier than a whole build's CPU: its rule run
-# again and again in its built tree (an unchanged relink), plain, hooked
-# through the recorder, and hooked with FINGERPRINT_RECORDER=off (the
-# runner per link), alternated round by round. Each figure is perf stat's
-# task-clock of the rule (the shell, the launcher, the runner where it
-# runs, the linker), plus, hooked, what the recorder logged for those calls
-# and its own share as it ended. Prints medians of the rounds in ms:
-# "one_link=TARGET plain_ms= hooked_ms= runner_ms= added_ms= runner_added_ms=".
+# FINGERPRINT_BENCH_ONE_LINK=TARGET: instead of clean builds, the hook of
+# one link of TARGET counted on its own, again and again in its built tree
+# (an unchanged relink, store and caches warm), steadier than a build's CPU
+# (which varies by more than a millisecond a link) and than the rule's with
+# its linker (g++, collect2 and ld vary by several): perf stat
+# --no-inherit of the hook's first process, so without the linker it runs,
+# alternated round by round:
+# - served: fingerprint-launch's own CPU, plus what the recorder logged for
+#   the calls and, as it ended, for itself (its start included, 1/RUNS of it);
+# - runner: the same rule with FINGERPRINT_RECORDER=off, the launcher
+#   become the runner, as a hook was before the recorder (one process: the
+#   count is the whole hook's).
+# Prints medians of the rounds in ms: "one_link=TARGET launcher_ms=
+# served_ms= hooked_ms= runner_ms=".
 if [[ -n ${FINGERPRINT_BENCH_ONE_LINK:-} ]]; then
   target=$FINGERPRINT_BENCH_ONE_LINK
   rounds=${FINGERPRINT_BENCH_ONE_LINK_ROUNDS:-7}
   repeat=${FINGERPRINT_BENCH_ONE_LINK_RUNS:-30}
   command -v perf >/dev/null || { echo "error: needs perf (apt-get install linux-perf)" >&2; exit 1; }
-  ninja -C "$work/plain" "$target" >/dev/null
   ninja -C "$work/hooked" "$target" >/dev/null
-  rule() { ninja -C "$work/$1" -t commands "$target" | tail -1; }
-  rule plain >"$work/plain.rule"
-  rule hooked >"$work/hooked.rule"
-  # clock_of TREE: task-clock ms of one run of TREE's rule in TREE, the mean of $repeat.
-  clock_of() {
-    (cd "$work/$1" && perf stat -r "$repeat" -x, -e task-clock sh "$work/$1.rule" 2>&1 >/dev/null) | tail -1 | cut -d, -f1
+  # One build, as the links of one ninja run are: its provenance (git) is
+  # taken once, not by each run here.
+  export FINGERPRINT_BUILD_ID=one-link-bench
+  # The hooked rule's command (": && <launcher> ... -- <link> && :") as argv.
+  ninja -C "$work/hooked" -t commands "$target" | tail -1 | "$PY" -c '
+import shlex, sys
+words = shlex.split(sys.stdin.read())
+while words and words[0] in (":", "&&"):
+    words.pop(0)
+while words and words[-1] in (":", "&&"):
+    words.pop()
+sys.stdout.write("\0".join(words))' >"$work/hook.argv"
+  # own_ms: task-clock ms of the hook's first process alone, the mean of $repeat.
+  own_ms() {
+    (cd "$work/hooked" && xargs -0 -a "$work/hook.argv" perf stat --no-inherit -r "$repeat" -x, -e task-clock -- \
+      2>&1 >/dev/null) | tail -1 | cut -d, -f1
   }
   served_us() { awk '$1 == "recorder-launch" || $1 == "recorder" { us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log" 2>/dev/null || echo 0; }
   : >"$work/one.rows"
   for ((r = 0; r < rounds; r++)); do
-    plain_ms=$(clock_of plain)
-    (cd "$work/hooked" && FINGERPRINT_RECORDER=off sh "$work/hooked.rule") >/dev/null 2>&1 # store and cache warm
-    runner_ms=$(FINGERPRINT_RECORDER=off clock_of hooked)
+    runner_ms=$(FINGERPRINT_RECORDER=off own_ms)
     # A recorder started, and warm; it logs its own share as it ends, one
-    # idle second after the timed runs (its start included: 1/$repeat of it).
-    (cd "$work/hooked" && FINGERPRINT_CPU_LOG=$work/cpu.log sh "$work/hooked.rule") >/dev/null 2>&1
+    # idle second after the timed runs.
+    (cd "$work/hooked" && FINGERPRINT_CPU_LOG=$work/cpu.log xargs -0 -a "$work/hook.argv") >/dev/null 2>&1
     rm -f "$work/cpu.log"
-    hooked_ms=$(FINGERPRINT_CPU_LOG=$work/cpu.log clock_of hooked)
+    launcher_ms=$(FINGERPRINT_CPU_LOG=$work/cpu.log own_ms)
     wait_for_recorders
-    hooked_ms=$(awk -v a="$hooked_ms" -v b="$(served_us)" -v n="$repeat" 'BEGIN { printf "%.4f", a + b / 1000 / n }')
-    echo "$plain_ms $hooked_ms $runner_ms" >>"$work/one.rows"
-    say "round $((r + 1))/$rounds: CPU ms of one link: plain $plain_ms, hooked $hooked_ms, runner per link $runner_ms"
+    served_ms=$(awk -v b="$(served_us)" -v n="$repeat" 'BEGIN { printf "%.4f", b / 1000 / n }')
+    echo "$launcher_ms $served_ms $runner_ms" >>"$work/one.rows"
+    say "round $((r + 1))/$rounds: a hook's own CPU, ms: launcher $launcher_ms + recorder $served_ms; runner $runner_ms"
   done
   "$PY" - "$work/one.rows" "$target" <<'EOF'
 import statistics, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
-med = lambda i: statistics.median(r[i] for r in rows)
-added = statistics.median(r[1] - r[0] for r in rows)
-runner_added = statistics.median(r[2] - r[0] for r in rows)
-print(f"one_link={sys.argv[2]} rounds={len(rows)} plain_ms={med(0):.3f} hooked_ms={med(1):.3f} runner_ms={med(2):.3f}"
-      f" added_ms={added:.3f} runner_added_ms={runner_added:.3f}")
+med = lambda xs: statistics.median(xs)
+print(f"one_link={sys.argv[2]} rounds={len(rows)} launcher_ms={med(r[0] for r in rows):.3f}"
+      f" served_ms={med(r[1] for r in rows):.3f} hooked_ms={med(r[0] + r[1] for r in rows):.3f}"
+      f" runner_ms={med(r[2] for r in rows):.3f}"
+      f" hooked_over_runner={med((r[0] + r[1]) / r[2] for r in rows):.3f}")
 EOF
   exit 0
 fi
