@@ -65,12 +65,14 @@ cpu_now(long long& user, long long& system)
   system = micros(self.ru_stime) + micros(children.ru_stime);
 }
 
+// Moves `size` bytes a step at a time (a read, a send) until all are moved;
+// false at the end of the stream or an error.
+template <typename Step>
 bool
-read_all(int fd, void* data, size_t size)
+move_all(char* p, size_t size, Step step)
 {
-  char* p = static_cast<char*>(data);
   while (size > 0) {
-    const ssize_t n = ::read(fd, p, size);
+    const ssize_t n = step(p, size);
     if (n < 0 && errno == EINTR) {
       continue;
     }
@@ -84,21 +86,17 @@ read_all(int fd, void* data, size_t size)
 }
 
 bool
+read_all(int fd, void* data, size_t size)
+{
+  return move_all(static_cast<char*>(data), size, [fd](char* p, size_t n) { return ::read(fd, p, n); });
+}
+
+bool
 send_all(int fd, const void* data, size_t size)
 {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+  return move_all(const_cast<char*>(static_cast<const char*>(data)), size, [fd](char* p, size_t n) {
+    return ::send(fd, p, n, MSG_NOSIGNAL);
+  });
 }
 
 bool

@@ -55,6 +55,19 @@ launch_app() {
 # the launcher became; recorder-launch: a served call).
 log_count() { { grep -c "^$1 " "$FINGERPRINT_CPU_LOG" 2>/dev/null || true; } | head -1; }
 digest_of() { echo "sha256:$("$RUNNER" digest "$1" | cut -d" " -f1)"; }
+# expect_runner_records WHAT [ENV=VALUE...]: a hook of new bytes that the
+# runner itself records (the recorder not asked, or not answering).
+expect_runner_records() {
+  local what=$1 before
+  shift
+  before=$(log_count launch)
+  echo "$what $RANDOM" >in.o
+  launch_app "$@" -- cp in.o out
+  expect_rc 0 "$what"
+  expect_eq "$(log_count launch)" "$((before + 1))" "$what: the runner ran it"
+  run "$RUNNER" --store "$S" show --json out
+  expect_in out "\"$(digest_of out)\"" "$what: and recorded it"
+}
 
 # 1. No recorder yet: the runner records, and starts one.
 echo one >in.o
@@ -172,13 +185,7 @@ expect_rc 4 "the same after a failed link: the link's status"
 
 # 9. A call the recorder hands back (as it does for a PostgreSQL store): the
 # launcher runs the runner itself, which records.
-before=$(log_count launch)
-echo seven >in.o
-launch_app FINGERPRINT_TEST_RECORDER_FALLBACK=1 -- cp in.o out
-expect_rc 0 "a call handed back"
-expect_eq "$(log_count launch)" "$((before + 1))" "the runner ran it"
-run "$RUNNER" --store "$S" show --json out
-expect_in out "\"$(digest_of out)\"" "and recorded it"
+expect_runner_records "a call handed back" FINGERPRINT_TEST_RECORDER_FALLBACK=1
 
 # 9b. FINGERPRINT_RECORDER=off: the launcher runs the runner without asking.
 before=$(log_count launch)
@@ -192,13 +199,7 @@ expect_eq "$(log_count launch)/$(log_count recorder-launch)" "$((before + 1))/$s
 pid=$(recorder_pid)
 kill -9 "$pid"
 sleep 0.1
-before=$(log_count launch)
-echo eight >in.o
-launch_app -- cp in.o out
-expect_rc 0 "a hook after the recorder was killed"
-expect_eq "$(log_count launch)" "$((before + 1))" "the runner ran it"
-run "$RUNNER" --store "$S" show --json out
-expect_in out "\"$(digest_of out)\"" "and recorded it"
+expect_runner_records "a hook after the recorder was killed"
 new_pid=$(recorder_pid)
 expect_ne "$new_pid" "" "a new recorder listens"
 expect_ne "$new_pid" "$pid" "another process"
@@ -240,13 +241,7 @@ time.sleep(20)' "$name" "$shared/squatting" &
   squatter=$!
   for ((i = 0; i < 100; i++)); do [[ -e $shared/squatting ]] && break; sleep 0.05; done
   expect_eq "$(stat -c %u "$shared/squatting" 2>/dev/null)" 65534 "another user listens under the recorder's name"
-  before=$(log_count launch)
-  echo nine >in.o
-  launch_app -- cp in.o out
-  expect_rc 0 "a hook beside another user's listener"
-  expect_eq "$(log_count launch)" "$((before + 1))" "the launcher ran the runner rather than talk to it"
-  run "$RUNNER" --store "$S" show --json out
-  expect_in out "\"$(digest_of out)\"" "which recorded"
+  expect_runner_records "a hook beside another user's listener"
   kill "$squatter" 2>/dev/null || true
   wait "$squatter" 2>/dev/null || true
 fi
