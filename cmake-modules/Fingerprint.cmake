@@ -74,7 +74,9 @@ Cache variables:
   records it from a warm copy of itself; the first hook of a build starts
   the recorder, which ends after a minute without links
   (``FINGERPRINT_RECORDER_IDLE`` seconds). ``OFF``, or no
-  ``fingerprint-launch``: every link hook starts the runner.
+  ``fingerprint-launch``: every link hook starts the runner; so do the
+  hooks of a build run with ``FINGERPRINT_RECORDER=off`` in its
+  environment.
 
 ``FINGERPRINT_PROVENANCE``
   ``ON`` (default): the first hook of each build records the build's
