@@ -1,4 +1,5 @@
 #include <fingerprint/cmd/command.hpp>
+#include <fingerprint/cmd/launch.hpp>
 #include <fingerprint/store/store.hpp>
 
 #include "recorder.hpp"
@@ -13,6 +14,10 @@
 #include <string_view>
 #include <sys/resource.h>
 #include <unistd.h>
+
+// The launcher and the runner spell the variable each on its own.
+static_assert(std::string_view(fingerprint::recorder::k_start_variable)
+              == std::string_view(fingerprint::cmd::k_recorder_start_variable));
 
 namespace {
 

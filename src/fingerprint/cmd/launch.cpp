@@ -142,9 +142,9 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
 {
   // fingerprint-launch found no recorder and asks for one: started first,
   // while this process has no thread, so that the next links find it.
-  if (const char* name = std::getenv("FINGERPRINT_RECORDER_START"); name != nullptr && *name != '\0') {
+  if (const char* name = std::getenv(k_recorder_start_variable); name != nullptr && *name != '\0') {
     const std::string copy = name;
-    ::unsetenv("FINGERPRINT_RECORDER_START");
+    ::unsetenv(k_recorder_start_variable);
     start_recorder(copy);
   }
   auto plan = plan_launch(args);

@@ -42,6 +42,11 @@ public:
 // The executor `launch` uses from now on; null: the default.
 void set_launch_executor(LaunchExecutor* executor);
 
+// What fingerprint-launch sets on the runner it runs when no recorder
+// answered: the name to start one under (runner/recorder_protocol.hpp
+// spells the same name for the launcher, which has no C++ library).
+inline constexpr char k_recorder_start_variable[] = "FINGERPRINT_RECORDER_START";
+
 // Starts a recorder under `name` (fingerprint-launch's, see
 // runner/recorder_protocol.hpp) as a daemon: this runner's binary, in a
 // session of its own, its standard streams /dev/null and no other

@@ -107,7 +107,7 @@ std::vector<ProcessFacts>
 read_chain()
 {
   std::vector<ProcessFacts> chain(1);
-  const long self = g_hook_process != 0 ? g_hook_process : ::getpid();
+  const long self = hook_process();
   if (!read_process(self, chain[0])) {
     chain[0] = ProcessFacts{};
     chain[0].pid = self;
