@@ -16,6 +16,7 @@
 #include <deque>
 #include <exception>
 #include <fcntl.h>
+#include <malloc.h>
 #include <mutex>
 #include <poll.h>
 #include <string>
@@ -526,6 +527,14 @@ serve(const char* name, const Hooks& hooks)
   // for that hook, not the end of the recorder.
   std::signal(SIGPIPE, SIG_IGN);
   digest::DigestCache::remember_in_process(true);
+  // Calls take turns, so one arena serves them all; and what a call frees
+  // (a deflate state, a deps log's buffer) is kept for the next rather than
+  // given back and faulted in again: with glibc's defaults each call
+  // trimmed its thread's heap (two or three madvise calls) and touched the
+  // pages anew. The heap this keeps is bounded by the largest call's.
+  ::mallopt(M_ARENA_MAX, 1);
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
   const int idle_ms = idle_seconds() * 1000;
   const uid_t self = ::geteuid();
   // Never destroyed: its threads may still be waking to end as this returns.

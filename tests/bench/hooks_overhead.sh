@@ -55,7 +55,13 @@ fp=$prefix/bin/fingerprint
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 work=$(mktemp -d "${TMPDIR:-/tmp}/fingerprint-hooks.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# FINGERPRINT_BENCH_KEEP=1 keeps the trees, store and cache (for perf or
+# callgrind on a hook afterwards) and says where.
+if [[ ${FINGERPRINT_BENCH_KEEP:-0} == 1 ]]; then
+  trap 'echo "kept: $work" >&2' EXIT
+else
+  trap 'rm -rf "$work"' EXIT
+fi
 jobs=$(nproc)
 headers=${FINGERPRINT_BENCH_HEADERS:-30}
 say() { echo "==> $*" >&2; }
@@ -273,7 +279,7 @@ sys.stdout.write("\0".join(words))' >"$work/hook.argv"
     runner_ms=$(FINGERPRINT_RECORDER=off own_ms)
     # A recorder started, and warm; it logs its own share as it ends, one
     # idle second after the timed runs.
-    (cd "$work/hooked" && FINGERPRINT_CPU_LOG=$work/cpu.log xargs -0 -a "$work/hook.argv") >/dev/null 2>&1
+    (cd "$work/hooked" && FINGERPRINT_CPU_LOG=$work/cpu.log xargs -0 -a "$work/hook.argv" env) >/dev/null 2>&1
     rm -f "$work/cpu.log"
     launcher_ms=$(FINGERPRINT_CPU_LOG=$work/cpu.log own_ms)
     wait_for_recorders

@@ -34,7 +34,7 @@ constexpr long k_cifs_magic = static_cast<long>(0xFF534D42);
 
 DigestCache::DigestCache(std::string directory)
   : m_directory(std::move(directory))
-  , m_tables(std::make_shared<Tables>())
+  , m_tables(tables_of(m_directory))
 {
 }
 
@@ -104,6 +104,8 @@ struct DigestCache::Table
   size_t bytes = 0;
   size_t slot_words = 0;
   size_t digest_bytes = 0;
+  dev_t device = 0; // the file opened, to tell whether its name still names it
+  ino_t inode = 0;
   // Set when an access raised SIGBUS or a read came back short (the file
   // was cut short): the table is not touched again by this process.
   std::atomic<bool> broken{false};
@@ -148,6 +150,62 @@ struct DigestCache::Tables
   std::array<bool, k_all_algorithms.size()> looked{};
   std::array<bool, k_all_algorithms.size()> created{};
 };
+
+namespace {
+
+std::atomic<bool> g_remember{false}; // remember_in_process()
+
+// A recorder's tables, by cache directory, kept open (and mapped, once
+// stored into) from one hook to the next: opening and mapping a table and
+// unmapping it again cost each hook seven system calls, the unmapping of a
+// shared mapping the dearest of them.
+std::mutex g_kept_mutex;
+std::unordered_map<std::string, std::shared_ptr<DigestCache::Tables>> g_kept;
+
+// Whether each table `tables` holds is still the file its name names: a
+// cache directory removed or a table replaced (a damaged one is) since
+// then is opened anew.
+bool
+still_current(DigestCache::Tables& tables, const std::string& directory)
+{
+  for (size_t index = 0; index < tables.tables.size(); ++index) {
+    const auto& table = tables.tables[index];
+    if (!table) {
+      continue;
+    }
+    struct stat st
+    {};
+    const std::string path = directory + "/digests/" + std::string(algorithm_name(static_cast<Algorithm>(index))) + ".table";
+    if (table->broken || ::stat(path.c_str(), &st) != 0
+        || st.st_dev != table->device || st.st_ino != table->inode) {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::shared_ptr<DigestCache::Tables>
+DigestCache::tables_of(const std::string& directory)
+{
+  if (!g_remember || directory.empty()) {
+    return std::make_shared<Tables>();
+  }
+  std::lock_guard lock(g_kept_mutex);
+  auto& kept = g_kept[directory];
+  if (kept) {
+    std::lock_guard tables_lock(kept->mutex);
+    if (still_current(*kept, directory)) {
+      // A table looked for and not found then may be there now.
+      kept->looked.fill(false);
+      kept->created.fill(false);
+      return kept;
+    }
+  }
+  kept = std::make_shared<Tables>();
+  return kept;
+}
 
 namespace {
 
@@ -268,6 +326,8 @@ open_table(int dir_fd, const std::string& name, Algorithm algorithm, DigestCache
     return Opened::damaged;
   }
   table.fd = std::move(fd);
+  table.device = st.st_dev;
+  table.inode = st.st_ino;
   table.bytes = bytes;
   table.slot_words = header[2];
   table.digest_bytes = header[4];
@@ -384,7 +444,6 @@ struct MemoKeyHash
 };
 
 constexpr size_t k_memo_entries = 1 << 18; // about 40 MB at most; forgotten whole when full
-std::atomic<bool> g_remember{false};
 std::mutex g_memo_mutex;
 std::unordered_map<std::string, std::unordered_map<MemoKey, std::string, MemoKeyHash>> g_memo;
 size_t g_memo_size = 0;

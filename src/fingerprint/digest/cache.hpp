@@ -45,8 +45,10 @@ public:
   // From now on this process also keeps, in memory, every digest it finds in
   // or stores to a table, and looks there first: for the recorder, which
   // serves every link of a build (a header a hundred links read is then one
-  // pread, not a hundred). Off by default: a process that hooks one link
-  // would only pay for the copies.
+  // pread, not a hundred), and keeps each directory's tables open and
+  // mapped from one DigestCache to the next while their names still name
+  // them. Off by default: a process that hooks one link would only pay for
+  // the copies.
   static void remember_in_process(bool on);
 
   // Stores `hex` for `identity`, computed from bytes read at `read_at_ns`,
@@ -85,6 +87,9 @@ public:
   struct Tables;
 
 private:
+  // A new set of tables, or the process's kept one for `directory` while
+  // remember_in_process is on.
+  static std::shared_ptr<Tables> tables_of(const std::string& directory);
   // The table of `algorithm`, opened on first use, and made and mapped for
   // a store (`create`); null when there is none to be had (unwritable,
   // another user's, damaged).

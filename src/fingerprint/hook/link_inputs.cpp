@@ -405,7 +405,9 @@ collect_link_inputs(const std::vector<std::string>& command,
       continue;
     }
     std::string path = util::absolute_path(candidate);
-    if (!is_regular_file(path) || !seen.insert(path).second) {
+    // Seen first: a linker's dependency file names libc.so or libgcc_s.so
+    // several times, and a name once not a regular file stays skipped.
+    if (!seen.insert(path).second || !is_regular_file(path)) {
       continue;
     }
     const bool in_tree = path.starts_with(build_prefix) || path.starts_with(physical_prefix);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <new>
 #include <zlib.h>
 
@@ -87,6 +88,54 @@ role_of_code(char code)
   return std::nullopt;
 }
 
+namespace {
+
+// `in` deflated as compress2 at zlib's default level deflates it, into
+// `out`; false when zlib had no memory. The state (about 270 KB: window,
+// hash chains, pending buffer) is the thread's, reset for each manifest,
+// not set up and freed each time as compress2 does: that was most of what
+// encoding a hook's manifest cost. deflateReset leaves the state as
+// deflateInit left it, so the bytes are compress2's.
+bool
+deflate_default(std::string_view in, std::string& out)
+{
+  struct State
+  {
+    z_stream stream{};
+    bool ready = false;
+    ~State()
+    {
+      if (ready) {
+        deflateEnd(&stream);
+      }
+    }
+  };
+  thread_local State state;
+  if (in.size() > std::numeric_limits<uInt>::max() / 2) {
+    return false; // one deflate call takes it all below this
+  }
+  if (!state.ready) {
+    if (deflateInit(&state.stream, Z_DEFAULT_COMPRESSION) != Z_OK) {
+      return false;
+    }
+    state.ready = true;
+  } else if (deflateReset(&state.stream) != Z_OK) {
+    return false;
+  }
+  out.resize(deflateBound(&state.stream, static_cast<uLong>(in.size())));
+  state.stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  state.stream.avail_in = static_cast<uInt>(in.size());
+  state.stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  state.stream.avail_out = static_cast<uInt>(out.size());
+  if (deflate(&state.stream, Z_FINISH) != Z_STREAM_END) {
+    return false;
+  }
+  out.resize(state.stream.total_out);
+  return true;
+}
+
+} // namespace
+
 void
 normalize(Manifest& manifest)
 {
@@ -125,24 +174,22 @@ encode(const Manifest& manifest)
     packed.append(path.substr(shared));
     previous = path;
   }
-  uLongf compressed_size = compressBound(static_cast<uLong>(packed.size()));
-  std::string compressed(compressed_size, '\0');
-  // Only a zlib without memory fails here; the uncompressed columns are
-  // then what is stored (level 0 is still a zlib stream).
-  int level = Z_DEFAULT_COMPRESSION;
-  while (compress2(reinterpret_cast<Bytef*>(compressed.data()),
-                   &compressed_size,
-                   reinterpret_cast<const Bytef*>(packed.data()),
-                   static_cast<uLong>(packed.size()),
-                   level)
-         != Z_OK) {
-    if (level == Z_NO_COMPRESSION) {
+  std::string compressed;
+  if (!deflate_default(packed, compressed)) {
+    // Only a zlib without memory fails here; the uncompressed columns are
+    // then what is stored (level 0 is still a zlib stream).
+    uLongf compressed_size = compressBound(static_cast<uLong>(packed.size()));
+    compressed.assign(compressed_size, '\0');
+    if (compress2(reinterpret_cast<Bytef*>(compressed.data()),
+                  &compressed_size,
+                  reinterpret_cast<const Bytef*>(packed.data()),
+                  static_cast<uLong>(packed.size()),
+                  Z_NO_COMPRESSION)
+        != Z_OK) {
       throw std::bad_alloc();
     }
-    level = Z_NO_COMPRESSION;
-    compressed_size = static_cast<uLongf>(compressed.size());
+    compressed.resize(compressed_size);
   }
-  compressed.resize(compressed_size);
 
   std::string out(k_magic);
   out += digest::algorithm_name(manifest.algorithm);

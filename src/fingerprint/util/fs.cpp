@@ -71,16 +71,37 @@ absolute_path(const std::string& path)
   if (normal_already()) {
     return path;
   }
-  std::error_code error;
-  auto absolute = std::filesystem::absolute(path, error);
-  if (error) {
-    return path;
+  // The rest, lexically as std::filesystem's lexically_normal does it, in
+  // one pass and one string: its path objects cost some forty allocations
+  // a path, and a linker's dependency file names every library as
+  // /usr/lib/gcc/x86_64-linux-gnu/12/../../../x86_64-linux-gnu/libc.so.
+  std::string joined;
+  if (!path.starts_with('/')) {
+    std::error_code error;
+    joined = std::filesystem::current_path(error).string();
+    if (error) {
+      return path;
+    }
+    joined += '/';
   }
-  std::string normal = absolute.lexically_normal().string();
-  if (normal.size() > 1 && normal.back() == '/') {
-    normal.pop_back(); // "/a/b/." normalizes to "/a/b/"
+  joined += path;
+  std::string normal;
+  normal.reserve(joined.size());
+  for (size_t start = 0; start < joined.size();) {
+    size_t end = joined.find('/', start);
+    if (end == std::string::npos) {
+      end = joined.size();
+    }
+    const std::string_view component(joined.data() + start, end - start);
+    if (component == "..") {
+      normal.resize(normal.rfind('/') == std::string::npos ? 0 : normal.rfind('/')); // "/.." is "/"
+    } else if (!component.empty() && component != ".") {
+      normal += '/';
+      normal += component;
+    }
+    start = end + 1;
   }
-  return normal;
+  return normal.empty() ? "/" : normal;
 }
 
 std::vector<std::string>

@@ -1,6 +1,7 @@
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <ctime>
 #include <vector>
@@ -21,11 +22,19 @@ to_hex(const unsigned char* data, size_t size)
 
 namespace {
 
-int
-hex_digit(char c)
-{
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
+// Each byte's value as a lower-case hex digit, 0xff for any other byte: one
+// load a character (a hook turns a few hundred digests a call into bytes).
+constexpr std::array<unsigned char, 256> k_hex_values = [] {
+  std::array<unsigned char, 256> values{};
+  values.fill(0xff);
+  for (int c = '0'; c <= '9'; ++c) {
+    values[static_cast<size_t>(c)] = static_cast<unsigned char>(c - '0');
+  }
+  for (int c = 'a'; c <= 'f'; ++c) {
+    values[static_cast<size_t>(c)] = static_cast<unsigned char>(c - 'a' + 10);
+  }
+  return values;
+}();
 
 } // namespace
 
@@ -35,15 +44,14 @@ from_hex(std::string_view hex, unsigned char* out)
   if (hex.size() % 2 != 0) {
     return false;
   }
+  unsigned bad = 0;
   for (size_t i = 0; i < hex.size(); i += 2) {
-    const int high = hex_digit(hex[i]);
-    const int low = hex_digit(hex[i + 1]);
-    if (high < 0 || low < 0) {
-      return false;
-    }
+    const unsigned high = k_hex_values[static_cast<unsigned char>(hex[i])];
+    const unsigned low = k_hex_values[static_cast<unsigned char>(hex[i + 1])];
+    bad |= high | low;
     out[i / 2] = static_cast<unsigned char>(high << 4 | low);
   }
-  return true;
+  return bad < 16; // every digit below 16: no 0xff among them
 }
 
 bool

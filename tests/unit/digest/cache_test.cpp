@@ -96,6 +96,38 @@ TEST(DigestCache, RememberedInProcessByTheTablesOwnKey)
   EXPECT_FALSE(DigestCache(dir.path()).lookup(Algorithm::sha256, id));
 }
 
+TEST(DigestCache, TablesKeptInProcessAreOpenedAnewWhenTheirNameNamesAnotherFile)
+{
+  struct Remembering
+  {
+    Remembering() { DigestCache::remember_in_process(true); }
+    ~Remembering() { DigestCache::remember_in_process(false); }
+  } remembering;
+  TempDir dir;
+  constexpr int64_t tick = 1'000'000'000;
+  const auto first = identity(5 * tick, 5 * tick);
+  const auto second = identity(6 * tick, 6 * tick);
+  DigestCache(dir.path()).store(Algorithm::sha256, first, k_hex_a, 9 * tick, tick);
+  const std::string table = DigestCache(dir.path()).table_path(Algorithm::sha256);
+  ASSERT_TRUE(std::filesystem::exists(table));
+  // The directory removed (by hand, or a test between builds): the next
+  // cache stores into a new table under the name, not into the one kept
+  // open, which no other process would ever read again.
+  std::filesystem::remove_all(dir / "digests");
+  DigestCache(dir.path()).store(Algorithm::sha256, second, k_hex_a, 9 * tick, tick);
+  ASSERT_TRUE(std::filesystem::exists(table)) << "stored into the removed table";
+  DigestCache::remember_in_process(false);
+  EXPECT_TRUE(DigestCache(dir.path()).lookup(Algorithm::sha256, second)) << "not in the table the name names";
+  EXPECT_FALSE(DigestCache(dir.path()).lookup(Algorithm::sha256, first)) << "the old table's entry";
+  // Kept while the name names it: a second cache of the process finds what
+  // the first stored, through the same table.
+  DigestCache::remember_in_process(true);
+  const auto third = identity(7 * tick, 7 * tick);
+  DigestCache(dir.path()).store(Algorithm::sha256, third, k_hex_a, 9 * tick, tick);
+  DigestCache::remember_in_process(false);
+  EXPECT_TRUE(DigestCache(dir.path()).lookup(Algorithm::sha256, third));
+}
+
 TEST(DigestCache, AnyChangeInTheKeyMisses)
 {
   TempDir dir;

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -214,6 +215,62 @@ TEST(ManifestBytes, PathsAndSizesAreDeflated)
   auto decoded = decode_manifest(bytes, "m");
   ASSERT_TRUE(decoded) << decoded.error().message;
   EXPECT_EQ(decoded->entries, manifest.entries);
+}
+
+TEST(ManifestBytes, TheDeflatedColumnsAreCompress2sBytesWhateverWasEncodedBefore)
+{
+  // The deflate state is kept and reset between manifests: the name of a
+  // manifest (the digest of its bytes) must not depend on what the thread
+  // encoded before, or an unchanged relink would store a new manifest.
+  std::vector<Manifest> manifests;
+  for (int n : {200, 3, 1, 57, 200}) {
+    Manifest manifest;
+    for (int i = 0; i < n; ++i) {
+      manifest.entries.push_back({i % 2 == 0 ? Role::compile : Role::link,
+                                  hex_of(static_cast<char>('a' + i % 6)),
+                                  static_cast<uint64_t>(1000 + 7 * i * n),
+                                  "/usr/include/c++/12/bits/h" + std::to_string(i * n) + ".h"});
+    }
+    normalize(manifest);
+    manifests.push_back(std::move(manifest));
+  }
+  std::vector<std::string> first_bytes;
+  for (const Manifest& manifest : manifests) {
+    const std::string bytes = encode(manifest);
+    first_bytes.push_back(bytes);
+    // fingerprint-manifest 2 <algorithm> <count> <packed bytes>\n, the
+    // deflated columns, the raw digests (32 bytes each).
+    const size_t newline = bytes.find('\n');
+    ASSERT_NE(newline, std::string::npos);
+    std::istringstream header(bytes.substr(0, newline));
+    std::string magic, version, algorithm;
+    size_t count = 0;
+    uLong packed_size = 0;
+    header >> magic >> version >> algorithm >> count >> packed_size;
+    ASSERT_EQ(count, manifest.entries.size());
+    const std::string deflated = bytes.substr(newline + 1, bytes.size() - newline - 1 - count * 32);
+    std::string packed(packed_size, '\0');
+    uLongf unpacked = packed_size;
+    ASSERT_EQ(uncompress(reinterpret_cast<Bytef*>(packed.data()),
+                         &unpacked,
+                         reinterpret_cast<const Bytef*>(deflated.data()),
+                         static_cast<uLong>(deflated.size())),
+              Z_OK);
+    uLongf size = compressBound(packed_size);
+    std::string expected(size, '\0');
+    ASSERT_EQ(compress2(reinterpret_cast<Bytef*>(expected.data()),
+                        &size,
+                        reinterpret_cast<const Bytef*>(packed.data()),
+                        packed_size,
+                        Z_DEFAULT_COMPRESSION),
+              Z_OK);
+    expected.resize(size);
+    EXPECT_EQ(deflated, expected) << manifest.entries.size() << " entries";
+  }
+  // And the same bytes again, in another order.
+  for (size_t i = manifests.size(); i-- > 0;) {
+    EXPECT_EQ(encode(manifests[i]), first_bytes[i]) << i;
+  }
 }
 
 TEST(ManifestBytes, AVersion1ManifestStillReads)

@@ -155,6 +155,18 @@ TEST(AbsolutePath, NormalPathsAreKeptAndOthersNormalized)
   EXPECT_EQ(absolute_path("/a/b/.."), "/a");
   EXPECT_EQ(absolute_path("/a/b/"), "/a/b");
   EXPECT_EQ(absolute_path("b/c"), std::filesystem::current_path().string() + "/b/c");
+  // What a linker's dependency file says, and what lexically_normal makes
+  // of the rest.
+  EXPECT_EQ(absolute_path("/usr/lib/gcc/x86_64-linux-gnu/12/../../../x86_64-linux-gnu/Scrt1.o"),
+            "/usr/lib/x86_64-linux-gnu/Scrt1.o");
+  for (const std::string odd : {"/..", "/../a", "/a/../..", "//a//b//", "/a/./../b/.", "/a/b/c/../../d/..",
+                                "/.a/..b/...", "a/../../b", "./a/./b/..", "..", ".", "a/..", "/a/b/../../../../c"}) {
+    std::string expected = std::filesystem::absolute(odd).lexically_normal().string();
+    if (expected.size() > 1 && expected.back() == '/') {
+      expected.pop_back();
+    }
+    EXPECT_EQ(absolute_path(odd), expected) << odd;
+  }
 }
 
 } // namespace
