@@ -175,9 +175,9 @@ still_current(DigestCache::Tables& tables, const std::string& directory)
     }
     struct stat st
     {};
-    const std::string path = directory + "/digests/" + std::string(algorithm_name(static_cast<Algorithm>(index))) + ".table";
-    if (table->broken || ::stat(path.c_str(), &st) != 0
-        || st.st_dev != table->device || st.st_ino != table->inode) {
+    const std::string path =
+      directory + "/digests/" + std::string(algorithm_name(static_cast<Algorithm>(index))) + ".table";
+    if (table->broken || ::stat(path.c_str(), &st) != 0 || st.st_dev != table->device || st.st_ino != table->inode) {
       return false;
     }
   }

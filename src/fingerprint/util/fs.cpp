@@ -94,7 +94,7 @@ absolute_path(const std::string& path)
     }
     const std::string_view component(joined.data() + start, end - start);
     if (component == "..") {
-      normal.resize(normal.rfind('/') == std::string::npos ? 0 : normal.rfind('/')); // "/.." is "/"
+      normal.resize(std::min(normal.rfind('/'), normal.size())); // "/.." is "/" (empty, made "/" below)
     } else if (!component.empty() && component != ".") {
       normal += '/';
       normal += component;

@@ -37,7 +37,7 @@ TEST(Text, FromHexReadsBackWhatToHexWrote)
   EXPECT_EQ(two[0], 0xa0);
   EXPECT_EQ(two[1], 0x5f);
   // Not lowercase hex: refused, and the string left as it was.
-  for (const char* bad : {"abc", "0G", "A0", "0:", "/0", "g0", " 0", "\xff" "0", "0\x80", "\x30" "\xb0"}) {
+  for (const char* bad : {"abc", "0G", "A0", "0:", "/0", "g0", " 0", "\xff\x30", "0\x80", "\x30\xb0"}) {
     out = "kept";
     EXPECT_FALSE(append_from_hex(bad, out)) << bad;
     EXPECT_EQ(out, "kept") << bad;
