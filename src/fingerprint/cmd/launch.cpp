@@ -178,7 +178,7 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   // its next allocation than given back and faulted in again (a deps log
   // or a compression window of 128 KiB or more would otherwise be mapped,
   // zeroed and unmapped each), and the heap grows in steps of 1 MiB.
-  // (A recorder lives long and serves many: it keeps glibc's defaults.)
+  // (A recorder sets its own, for its life: runner/recorder.cpp.)
   if (g_executor == &g_local_executor) {
     ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
     ::mallopt(M_TRIM_THRESHOLD, 64 << 20);

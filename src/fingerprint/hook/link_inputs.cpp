@@ -49,6 +49,19 @@ bytes_before(int fd, size_t end)
   return bytes;
 }
 
+// `build_dir` as the kernel names it, with a slash; empty when it cannot
+// be resolved.
+std::string
+physical_prefix_of(const std::string& build_dir)
+{
+  std::string prefix;
+  if (char* real = ::realpath(build_dir.c_str(), nullptr); real != nullptr) {
+    prefix = std::string(real) + "/";
+    std::free(real);
+  }
+  return prefix;
+}
+
 constexpr size_t k_known_deps_logs = 8; // build trees a recorder keeps; the oldest is dropped
 std::mutex g_deps_logs_mutex;
 std::list<KnownDepsLog> g_deps_logs; // most recently used first
@@ -94,15 +107,11 @@ current_deps_log(const std::string& build_dir, std::string& physical_prefix)
     return nullptr;
   }
   KnownDepsLog entry{build_dir,
-                     "",
+                     physical_prefix_of(build_dir),
                      st.st_dev,
                      st.st_ino,
                      bytes_before(fd.get(), log->consumed()),
                      std::make_shared<NinjaDepsLog>(std::move(*log))};
-  if (char* real = ::realpath(build_dir.c_str(), nullptr); real != nullptr) {
-    entry.physical_prefix = std::string(real) + "/";
-    std::free(real);
-  }
   physical_prefix = entry.physical_prefix;
   g_deps_logs.push_front(std::move(entry));
   if (g_deps_logs.size() > k_known_deps_logs) {
@@ -392,10 +401,9 @@ collect_link_inputs(const std::vector<std::string>& command,
   // absolute from the working directory are physical, a build tree reached
   // through a symbolic link is not.
   const std::string build_prefix = build_dir + "/";
-  std::string physical_prefix = build_prefix;
-  if (char* real = ::realpath(build_dir.c_str(), nullptr); real != nullptr) {
-    physical_prefix = std::string(real) + "/";
-    std::free(real);
+  std::string physical_prefix = physical_prefix_of(build_dir);
+  if (physical_prefix.empty()) {
+    physical_prefix = build_prefix;
   }
   LinkInputs found;
   std::set<std::string> seen{output};

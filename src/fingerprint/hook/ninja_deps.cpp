@@ -33,19 +33,24 @@ NinjaDepsLog::parse(std::string bytes)
   }
   NinjaDepsLog log;
   log.m_consumed = k_signature.size() + 4;
-  bytes.erase(0, log.m_consumed);
-  log.extend(std::move(bytes));
+  log.read_records(std::move(bytes), log.m_consumed); // the header kept in the chunk, not moved out of it
   return log;
 }
 
 void
 NinjaDepsLog::extend(std::string more)
 {
-  if (m_ended || more.empty()) {
+  read_records(std::move(more), 0);
+}
+
+void
+NinjaDepsLog::read_records(std::string chunk, size_t from)
+{
+  if (m_ended || chunk.size() <= from) {
     return;
   }
-  const std::string& b = *m_chunks.emplace_back(std::make_unique<const std::string>(std::move(more)));
-  size_t offset = 0;
+  const std::string& b = *m_chunks.emplace_back(std::make_unique<const std::string>(std::move(chunk)));
+  size_t offset = from;
   while (offset + 4 <= b.size()) {
     const uint32_t head = word_at(b.data() + offset);
     const size_t size = head & ~k_deps_flag;
@@ -83,10 +88,10 @@ NinjaDepsLog::extend(std::string more)
     }
     offset = body + size;
   }
-  if (offset == 0) {
+  if (offset == from) {
     m_chunks.pop_back(); // nothing of it read: not kept for the next call to read again
   }
-  m_consumed += offset;
+  m_consumed += offset - from;
 }
 
 Expected<NinjaDepsLog>

@@ -86,6 +86,9 @@ private:
   };
 
   const Deps* find(std::string_view output) const;
+  // Reads the records of `chunk` from byte `from` on (extend's work; parse
+  // starts past the header).
+  void read_records(std::string chunk, size_t from);
 
   // The file's bytes as read, a chunk a read: the views and pointers into
   // them survive moving the log and reading on.

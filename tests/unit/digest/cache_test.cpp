@@ -59,16 +59,21 @@ TEST(DigestCache, YoungEntriesAreNotStoredAndOldOnesAre)
   EXPECT_EQ(*hit, k_hex_a);
 }
 
+// remember_in_process on for one test, as the recorder has it.
+struct RememberingInProcess
+{
+  RememberingInProcess() { DigestCache::remember_in_process(true); }
+  RememberingInProcess(const RememberingInProcess&) = delete;
+  RememberingInProcess& operator=(const RememberingInProcess&) = delete;
+  ~RememberingInProcess() { DigestCache::remember_in_process(false); }
+};
+
 // The recorder's memory of the table: what it found or stored is answered
 // without the table, by the same key (any change misses), per directory,
 // and only what the table would keep is kept.
 TEST(DigestCache, RememberedInProcessByTheTablesOwnKey)
 {
-  struct Remembering
-  {
-    Remembering() { DigestCache::remember_in_process(true); }
-    ~Remembering() { DigestCache::remember_in_process(false); }
-  } remembering;
+  const RememberingInProcess remembering;
   TempDir dir;
   TempDir other;
   const DigestCache cache(dir.path());
@@ -98,11 +103,7 @@ TEST(DigestCache, RememberedInProcessByTheTablesOwnKey)
 
 TEST(DigestCache, TablesKeptInProcessAreOpenedAnewWhenTheirNameNamesAnotherFile)
 {
-  struct Remembering
-  {
-    Remembering() { DigestCache::remember_in_process(true); }
-    ~Remembering() { DigestCache::remember_in_process(false); }
-  } remembering;
+  const RememberingInProcess remembering;
   TempDir dir;
   constexpr int64_t tick = 1'000'000'000;
   const auto first = identity(5 * tick, 5 * tick);
