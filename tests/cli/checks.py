@@ -223,6 +223,22 @@ def random_bytes(seed, size):
     sys.stdout.buffer.write(random.Random(seed).randbytes(int(size)))
 
 
+def unescape_line(line):
+    """The raw bytes of one reverse-index or journal line: a backslash and
+    'n' stand for a newline byte, two backslashes for one. Read left to
+    right, so an escaped backslash followed by 'n' stays a backslash and an
+    'n'."""
+    raw, i = bytearray(), 0
+    while i < len(line):
+        if line[i:i + 1] == b"\\":
+            raw += b"\n" if line[i + 1:i + 2] == b"n" else b"\\"
+            i += 2
+        else:
+            raw += line[i:i + 1]
+            i += 1
+    return bytes(raw)
+
+
 def reverse_index(*paths):
     """The manifests each line of the reverse indexes PATHS names, one hex
     digest a line: a line is the raw digest with newline bytes written as
@@ -235,7 +251,7 @@ def reverse_index(*paths):
             if len(line) == 65 and line[:1] in b"lcid":
                 print(line[1:].decode())
                 continue
-            raw = line.replace(b"\\n", b"\0NL\0").replace(b"\\\\", b"\\").replace(b"\0NL\0", b"\n")
+            raw = unescape_line(line)
             print(raw.hex() if len(raw) == 32 else "not-a-digest:" + line.hex())
 
 
@@ -248,14 +264,7 @@ def journal(*paths):
         with open(path, "rb") as f:
             data = f.read()
         for line in data.split(b"\n")[:-1]:
-            raw, i = bytearray(), 0
-            while i < len(line):
-                if line[i:i + 1] == b"\\":
-                    raw += b"\n" if line[i + 1:i + 2] == b"n" else b"\\"
-                    i += 2
-                else:
-                    raw += line[i:i + 1]
-                    i += 1
+            raw = unescape_line(line)
             if len(raw) % 32:
                 print("not-a-journal-line:" + line.hex())
             else:
