@@ -170,7 +170,9 @@ namespace {
 // that would otherwise take a fault per 16 pages), at most k_ahead_window
 // chunks ahead, and unmaps the chunks the hasher is done with, so that the
 // TLB flush happens here too. `prepared` and `hashed` count bytes from the
-// start of the mapping; each side waits on the other's counter.
+// start of the mapping; each side waits on the other's counter. The thread
+// is woken every k_ahead_wake_every chunks; the hasher, which rarely waits,
+// is woken at every chunk it may be waiting for.
 class MappingAhead
 {
 public:
@@ -198,11 +200,15 @@ public:
     }
   }
 
+  // Publishes the hasher's progress; wakes the thread only every
+  // k_ahead_wake_every chunks, at the end and when stopping.
   void
   set_hashed(uint64_t end)
   {
     m_hashed.store(end, std::memory_order_release);
-    m_hashed.notify_one();
+    if (end % (k_ahead_wake_every * k_ahead_chunk) == 0 || end >= m_size) {
+      m_hashed.notify_one();
+    }
   }
 
   // Stops the thread; the caller unmaps from unmapped() to the end.
