@@ -2,6 +2,7 @@
 #include <fingerprint/cmd/launch.hpp>
 #include <fingerprint/store/store.hpp>
 
+#include "query_client.hpp"
 #include "recorder.hpp"
 #include "recorder_protocol.hpp"
 #include <cerrno>
@@ -9,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <string>
 #include <string_view>
 #include <sys/resource.h>
@@ -50,29 +50,21 @@ names_database(int argc, char** argv)
 // (tests/bench/hooks_overhead.sh). The recorder logs each hook it served
 // the same way ("recorder-launch", runner/recorder.cpp).
 void
-write_cpu_line(const char* label, long long user_us, long long system_us)
-{
-  const char* path = std::getenv("FINGERPRINT_CPU_LOG");
-  if (path == nullptr || *path == '\0') {
-    return;
-  }
-  char line[128];
-  const int length = std::snprintf(line, sizeof line, "%.32s %lld %lld\n", label, user_us, system_us);
-  const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd >= 0 && length > 0) {
-    (void)!::write(fd, line, static_cast<size_t>(length)); // one short append: whole lines
-    ::close(fd);
-  }
-}
-
-void
 log_cpu(const char* label)
 {
   struct rusage usage
   {};
   ::getrusage(RUSAGE_SELF, &usage);
   const auto micros = [](const timeval& t) { return static_cast<long long>(t.tv_sec) * 1'000'000 + t.tv_usec; };
-  write_cpu_line(label, micros(usage.ru_utime), micros(usage.ru_stime));
+  fingerprint::recorder::write_cpu_line(label, micros(usage.ru_utime), micros(usage.ru_stime));
+}
+
+// What the recorder serves: hooks (launch) whose store is no database.
+bool
+recorder_serves(int argc, char** argv)
+{
+  const char* command = fingerprint::recorder::command_of(argc, argv);
+  return command != nullptr && std::strcmp(command, "launch") == 0 && !names_database(argc, argv);
 }
 
 int
@@ -95,8 +87,8 @@ main(int argc, char** argv)
 {
   // Started by a hook that found none (runner/recorder.hpp).
   if (argc == 3 && std::strcmp(argv[1], "--serve-recorder") == 0) {
-    const int status =
-      fingerprint::recorder::serve(argv[2], {names_database, fingerprint::cmd::fingerprint_main, write_cpu_line});
+    const int status = fingerprint::recorder::serve(
+      argv[2], {recorder_serves, fingerprint::cmd::fingerprint_main, fingerprint::recorder::write_cpu_line});
     std::fflush(nullptr);
     ::_exit(status); // no exit handlers while its threads end
   }
@@ -108,6 +100,11 @@ main(int argc, char** argv)
       path = path.substr(0, path.rfind('/') + 1) + "fingerprint-postgresql";
       // A recorder serves no database store: none is started from there.
       ::unsetenv(fingerprint::recorder::k_start_variable);
+      // A query the resident fingerprint-postgresql answers, on a
+      // connection it keeps (runner/query_client.hpp).
+      if (const auto status = fingerprint::recorder::ask_query_server(path, argc, argv)) {
+        return *status;
+      }
       ::execv(path.c_str(), argv);
       if (errno != ENOENT) {
         std::fprintf(stderr, "fingerprint: cannot run %s: %s\n", path.c_str(), std::strerror(errno));

@@ -305,22 +305,6 @@ receive(Call& call)
   return true;
 }
 
-// Whether the call is `launch`, the one command served here: the runner's
-// options before it are --store, --utc and their = forms.
-bool
-is_launch(const std::vector<char*>& argv)
-{
-  for (size_t i = 1; i + 1 < argv.size(); ++i) {
-    const std::string_view argument = argv[i];
-    if (argument == "--store") {
-      ++i;
-    } else if (!argument.starts_with("--store=") && argument != "--utc") {
-      return argument == "launch";
-    }
-  }
-  return false;
-}
-
 void
 set_timeout(int fd, int option, int seconds)
 {
@@ -347,8 +331,7 @@ serve_call(int socket, long launcher, const Hooks& hooks)
   RemoteExecutor executor(call, turn);
   call.executor = &executor;
   enter(call);
-  if (!is_launch(call.argv) || hooks.runs_elsewhere(argc, call.argv.data())
-      || std::getenv("FINGERPRINT_TEST_RECORDER_FALLBACK") != nullptr) {
+  if (!hooks.serves(argc, call.argv.data()) || std::getenv("FINGERPRINT_TEST_RECORDER_FALLBACK") != nullptr) {
     leave(call);
     send_reply(call.socket, k_fallback, 0);
     return;
@@ -368,7 +351,9 @@ serve_call(int socket, long launcher, const Hooks& hooks)
   cpu_now(user, system);
   const long long call_user = call.user_us + user - call.entered_user;
   const long long call_system = call.system_us + system - call.entered_system;
-  hooks.log_cpu("recorder-launch", call_user, call_system);
+  const char* command = command_of(argc, call.argv.data());
+  const std::string label = std::string("recorder-") + (command != nullptr ? command : "-");
+  hooks.log_cpu(label.c_str(), call_user, call_system);
   g_logged_us += call_user + call_system;
   leave(call);
   turn.unlock();
@@ -495,6 +480,36 @@ private:
 };
 
 } // namespace
+
+const char*
+command_of(int argc, char* const* argv)
+{
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view argument = argv[i];
+    if (argument == "--store") {
+      ++i;
+    } else if (!argument.starts_with("--store=") && argument != "--utc") {
+      return argv[i];
+    }
+  }
+  return nullptr;
+}
+
+void
+write_cpu_line(const char* label, long long user_us, long long system_us)
+{
+  const char* path = std::getenv("FINGERPRINT_CPU_LOG");
+  if (path == nullptr || *path == '\0') {
+    return;
+  }
+  char line[128];
+  const int length = std::snprintf(line, sizeof line, "%.32s %lld %lld\n", label, user_us, system_us);
+  const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0 && length > 0) {
+    (void)!::write(fd, line, static_cast<size_t>(length)); // one short append: whole lines
+    ::close(fd);
+  }
+}
 
 int
 serve(const char* name, const Hooks& hooks)

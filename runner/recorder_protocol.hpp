@@ -58,6 +58,9 @@ struct Status
 // computes it; the recorder it starts is given the name): a rebuilt or
 // reinstalled runner gets a recorder of its own.
 constexpr char k_name_prefix[] = "fingerprint-recorder-";
+// The query server's (query_client.hpp), named the same way after the
+// fingerprint-postgresql it runs.
+constexpr char k_query_name_prefix[] = "fingerprint-queries-";
 
 // $FINGERPRINT_RECORDER_START, set by fingerprint-launch on the runner it
 // runs when no recorder answered: the name the runner starts one under.

@@ -20,7 +20,9 @@
 #   f. a hook delivers at most 50 calls, and journals its own behind calls
 #      it leaves waiting (or finds locked by another deliverer);
 #   g. read-only (25006) and too many connections (53300) are out of reach,
-#      not refusals; `sync --retry-refused` delivers a refused call.
+#      not refusals; `sync --retry-refused` delivers a refused call;
+#   h. the query server's kept connection to a server that stopped
+#      answering: the query gives up in seconds, saying why.
 #   tests/pg/outage.sh INSTALLED_RUNNER   (FINGERPRINT_SOURCE_DIR: the checkout)
 source "$(dirname "$0")/../cmake/lib.sh" "$@"
 unset PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD PGSERVICE PGOPTIONS
@@ -391,5 +393,34 @@ run env FINGERPRINT_DIR="$LIMITED" "$FP" sync --retry-refused
 expect_rc 0 "sync --retry-refused once the privilege is back"
 expect_in out "delivered 1 event of 1 record call" "delivers the refused call"
 expect_eq "$(sql_limited "SELECT count(*) FROM fingerprint_events WHERE build = 'refused-1'")" 1 "stored once"
+
+# h. The query server's kept connection to a server that stopped answering
+# (its processes frozen: the kernel still takes the bytes, nobody replies):
+# the query gives up within the check's 2 s and connect_timeout's 5 s, with
+# the reason, where a statement on the kept connection would wait as long
+# as TCP does. Then the server answers again.
+export FINGERPRINT_RECORDER_IDLE=30
+product=$T/b/apps/app1
+for i in 1 2 3; do
+  run "$FP" show --json "$product"
+done
+expect_rc 0 "show through the query server"
+cp "$T/out" show-before-freeze.json
+expect_eq "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '${URL##*/}' AND application_name = 'fingerprint'")" 1 \
+  "the query server keeps one connection to the database once the queries are done"
+postmaster=$(head -1 "$(cat "$PG/datadir")/postmaster.pid")
+frozen=("$postmaster" $(pgrep -P "$postmaster"))
+kill -STOP "${frozen[@]}"
+started=$(date +%s)
+RUN_TIMEOUT=60 run "$FP" show --json "$product"
+took=$(($(date +%s) - started))
+kill -CONT "${frozen[@]}"
+expect_rc 1 "show while the server's processes are frozen"
+expect_in err "timeout expired" "it says why"
+expect_eq "$((took <= 15))" 1 "it gives up within 15 s (took $took s), not waiting on the kept connection"
+run "$FP" show --json "$product"
+expect_rc 0 "show once the server answers again"
+expect_json "$T/out" "len(d['producers']) > 0" "it answers"
+expect_same_file "$T/out" show-before-freeze.json "the same answer as before the freeze"
 
 finish

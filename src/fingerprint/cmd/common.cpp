@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -215,11 +216,20 @@ package_json(const query::PackageOrigin& origin)
   return object;
 }
 
+namespace {
+
+// A command's, set anew by start_command.
+std::string g_trusted_keys_dir;                                   // --trusted-keys, when given
+std::optional<TrustedKeys> g_trusted_keys;                        // read at the first use
+std::unordered_map<std::string, store::SignatureCheck> g_checked; // checked()
+std::map<std::pair<std::string, std::string>, std::optional<nlohmann::ordered_json>> g_provenance; // build_provenance()
+
+} // namespace
+
 std::optional<nlohmann::ordered_json>
 build_provenance(const store::Store& store, const store::BuildRef& build, Context& context)
 {
-  static std::map<std::pair<std::string, std::string>, std::optional<nlohmann::ordered_json>> read;
-  const auto [it, fresh] = read.try_emplace({build.project, build.build});
+  const auto [it, fresh] = g_provenance.try_emplace({build.project, build.build});
   if (!fresh) {
     return it->second;
   }
@@ -408,24 +418,22 @@ edge_json(const store::Event& event)
   return object;
 }
 
-namespace {
-
-std::string g_trusted_keys_dir; // --trusted-keys, when given
-
-} // namespace
-
 void
-use_trusted_keys(const Args& args)
+start_command(const Args& args)
 {
-  if (auto dir = args.value("trusted-keys")) {
-    g_trusted_keys_dir = *dir;
-  }
+  g_trusted_keys_dir = args.value("trusted-keys").value_or("");
+  g_trusted_keys.reset();
+  g_checked.clear();
+  g_provenance.clear();
 }
 
 const TrustedKeys&
 trusted_keys()
 {
-  static const TrustedKeys keys = [] {
+  if (g_trusted_keys) {
+    return *g_trusted_keys;
+  }
+  g_trusted_keys = [] {
     TrustedKeys found;
     std::string dir = g_trusted_keys_dir;
     if (dir.empty()) {
@@ -452,7 +460,7 @@ trusted_keys()
     }
     return found;
   }();
-  return keys;
+  return *g_trusted_keys;
 }
 
 namespace {
@@ -464,15 +472,14 @@ const store::SignatureCheck&
 checked(const store::Event& event)
 {
   static const store::SignatureCheck k_unsigned;
-  static std::unordered_map<std::string, store::SignatureCheck> memo;
   const bool own = !event.signer.empty() || !event.sig.empty();
   if (!own && event.vouched_by.line.empty()) {
     return k_unsigned;
   }
   std::string key = own ? store::serialize(event) : event.vouched_by.line;
-  auto it = memo.find(key);
-  if (it == memo.end()) {
-    it = memo.emplace(std::move(key), store::check_signature(event)).first;
+  auto it = g_checked.find(key);
+  if (it == g_checked.end()) {
+    it = g_checked.emplace(std::move(key), store::check_signature(event)).first;
   }
   return it->second;
 }

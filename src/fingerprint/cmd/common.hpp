@@ -131,9 +131,9 @@ nlohmann::ordered_json event_json(const store::Event& event);
 nlohmann::ordered_json edge_json(const store::Event& event);
 
 // Signed records (README, "Signed records"). The trusted public keys:
-// --trusted-keys DIR (use_trusted_keys), else $FINGERPRINT_TRUSTED_KEYS,
-// else ${XDG_CONFIG_HOME:-~/.config}/fingerprint/trusted-keys; PEM files,
-// never read from the store. Read once.
+// --trusted-keys DIR, else $FINGERPRINT_TRUSTED_KEYS, else
+// ${XDG_CONFIG_HOME:-~/.config}/fingerprint/trusted-keys; PEM files, never
+// read from the store. Read once per command.
 inline constexpr OptionSpec k_trusted_keys_option{"trusted-keys",
                                                   OptionKind::value,
                                                   "DIR",
@@ -144,8 +144,13 @@ struct TrustedKeys
   std::set<std::string> keys; // raw public bytes
   std::vector<std::string> problems;
 };
-void use_trusted_keys(const Args& args);
 const TrustedKeys& trusted_keys();
+
+// Sets what a command reads once and keeps (the trusted keys, the signature
+// checks, the builds' provenance) anew from its options: a process that
+// runs several commands (the query server, runner/query_client.hpp) answers
+// each with its own options, environment and store.
+void start_command(const Args& args);
 
 // "valid" (signed by a trusted key, and unchanged since), "untrusted" (its
 // signature holds, by a key not trusted), "unsigned", or "invalid" (changed

@@ -212,6 +212,12 @@ set_launch_executor(LaunchExecutor* executor)
 void
 start_recorder(const std::string& name)
 {
+  start_resident("/proc/self/exe", "fingerprint", "--serve-recorder", name);
+}
+
+void
+start_resident(const std::string& program, const char* argv0, const char* flag, const std::string& name)
+{
   const pid_t first = ::fork();
   if (first != 0) {
     if (first > 0) {
@@ -241,7 +247,7 @@ start_recorder(const std::string& name)
       ::close(fd);
     }
   }
-  ::execl("/proc/self/exe", "fingerprint", "--serve-recorder", name.c_str(), static_cast<char*>(nullptr));
+  ::execl(program.c_str(), argv0, flag, name.c_str(), static_cast<char*>(nullptr));
   ::_exit(127);
 }
 

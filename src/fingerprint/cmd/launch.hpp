@@ -54,6 +54,11 @@ inline constexpr char k_recorder_start_variable[] = "FINGERPRINT_RECORDER_START"
 // intermediate process.
 void start_recorder(const std::string& name);
 
+// Starts `program` with the arguments `argv0 flag name` as start_recorder
+// starts the recorder (fingerprint-postgresql's query server is started
+// so by the runner: runner/query_client.hpp).
+void start_resident(const std::string& program, const char* argv0, const char* flag, const std::string& name);
+
 // The command to run and what to read after it, from launch's options; an
 // error is a usage error.
 Expected<LaunchPlan> plan_launch(const Args& args);

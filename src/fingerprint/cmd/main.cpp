@@ -183,7 +183,7 @@ set_up_and_run(const Command& command, const Args& args, Context& context)
       return status;
     }
   }
-  use_trusted_keys(args);
+  start_command(args);
   if (command.needs == Needs::nothing) {
     return command.run(args, context, prepared);
   }

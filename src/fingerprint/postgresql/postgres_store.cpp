@@ -5,9 +5,18 @@
 #include <fingerprint/store/spool.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <poll.h>
 #include <set>
 #include <tuple>
+
+extern char** environ;
 
 namespace fingerprint::store {
 
@@ -60,19 +69,129 @@ PostgresStore::mask_password(std::string_view url)
   return mask_url_password(url);
 }
 
-PostgresStore::PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema)
+namespace {
+
+// keep_connections(): idle connections by key, the oldest first. Calls of
+// the query server take turns, so one a key is what is ever kept.
+constexpr size_t k_kept_connections = 8;
+std::atomic<bool> g_keep_connections{false};
+std::mutex g_kept_mutex;
+std::deque<std::pair<std::string, std::unique_ptr<PostgresStore::Connection>>> g_kept;
+
+// A kept connection's key: the URL, and every PG variable of the
+// environment, which libpq reads as it connects (PGHOST, PGPASSWORD, ...).
+std::string
+kept_key(const std::string& url)
+{
+  std::string key = url;
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    if (std::strncmp(*variable, "PG", 2) == 0) {
+      key += '\0';
+      key += *variable;
+    }
+  }
+  return key;
+}
+
+std::unique_ptr<PostgresStore::Connection>
+take_kept(const std::string& key)
+{
+  std::lock_guard lock(g_kept_mutex);
+  const auto found = std::find_if(g_kept.begin(), g_kept.end(), [&](const auto& kept) { return kept.first == key; });
+  if (found == g_kept.end()) {
+    return nullptr;
+  }
+  auto connection = std::move(found->second);
+  g_kept.erase(found);
+  return connection;
+}
+
+// Whether the server answers an empty statement on `conn` within
+// k_kept_answer_ms. A kept connection's server may have ended the backend
+// (it then reads as closed) or stopped answering at all (paused, or cut
+// off): a statement would then wait as long as TCP does, where a new
+// connection gives up after connect_timeout.
+constexpr int k_kept_answer_ms = 2000;
+
+bool
+answers(PGconn* conn)
+{
+  // What the server sent while the connection was idle (the message of a
+  // backend it ended) is read first: a closed connection shows as such.
+  if (PQconsumeInput(conn) == 0 || PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE
+      || PQsendQuery(conn, "") == 0) {
+    return false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(k_kept_answer_ms);
+  while (PQisBusy(conn) != 0) {
+    const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd waiting{PQsocket(conn), POLLIN, 0};
+    const int ready = left > 0 ? ::poll(&waiting, 1, static_cast<int>(left)) : 0;
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready <= 0 || PQconsumeInput(conn) == 0) {
+      return false;
+    }
+  }
+  bool empty = true;
+  while (PGresult* result = PQgetResult(conn)) {
+    empty = empty && PQresultStatus(result) == PGRES_EMPTY_QUERY;
+    PQclear(result);
+  }
+  return empty && PQstatus(conn) == CONNECTION_OK;
+}
+
+} // namespace
+
+void
+PostgresStore::keep_connections(bool keep)
+{
+  g_keep_connections = keep;
+  postgresql::prepare_statements(keep);
+}
+
+PostgresStore::PostgresStore(std::string location,
+                             std::unique_ptr<Connection> connection,
+                             bool has_schema,
+                             std::string kept_as)
   : m_location(std::move(location))
   , m_connection(std::move(connection))
+  , m_kept_as(std::move(kept_as))
   , m_has_schema(has_schema)
 {
 }
 
-PostgresStore::~PostgresStore() = default;
+PostgresStore::~PostgresStore()
+{
+  // Kept only idle and open: a statement cut short leaves neither.
+  if (m_kept_as.empty() || m_connection == nullptr || PQstatus(m_connection->conn) != CONNECTION_OK
+      || PQtransactionStatus(m_connection->conn) != PQTRANS_IDLE) {
+    return;
+  }
+  std::lock_guard lock(g_kept_mutex);
+  g_kept.emplace_back(std::move(m_kept_as), std::move(m_connection));
+  if (g_kept.size() > k_kept_connections) {
+    g_kept.pop_front();
+  }
+}
 
 Expected<std::unique_ptr<PostgresStore>>
 PostgresStore::open(const std::string& url, Access access)
 {
   std::string location = mask_password(url);
+  std::string key = g_keep_connections ? kept_key(url) : std::string();
+  if (!key.empty()) {
+    if (auto kept = take_kept(key); kept != nullptr && answers(kept->conn)) {
+      auto has_schema = postgresql::ensure_schema(Session(kept->conn, location), access);
+      if (has_schema) {
+        return std::unique_ptr<PostgresStore>(
+          new PostgresStore(std::move(location), std::move(kept), *has_schema, std::move(key)));
+      }
+      // Closed since, or failing: a new connection says which.
+    }
+  }
   // Defaults first: what the URL says wins (expand_dbname expands it in
   // place). A hook must not hang a build: 5 s to connect, 10 s to wait for
   // a lock (a VACUUM FULL, say), 60 s for any statement. No NOTICEs (the
@@ -102,11 +221,18 @@ PostgresStore::open(const std::string& url, Access access)
     return error;
   }
   Session session(connection->conn, location);
+  // A kept connection runs the same statements again and again: planned
+  // once, when prepared, not at each run (a custom plan is the same index
+  // lookups here, and planning them was most of each statement's time).
+  if (!key.empty()) {
+    (void)session.run("preparing the connection", "SET plan_cache_mode = force_generic_plan");
+  }
   auto has_schema = postgresql::ensure_schema(session, access);
   if (!has_schema) {
     return has_schema.error();
   }
-  return std::unique_ptr<PostgresStore>(new PostgresStore(std::move(location), std::move(connection), *has_schema));
+  return std::unique_ptr<PostgresStore>(
+    new PostgresStore(std::move(location), std::move(connection), *has_schema, std::move(key)));
 }
 
 const std::string&

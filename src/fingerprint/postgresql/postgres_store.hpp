@@ -47,6 +47,16 @@ public:
   // database) is not.
   static Expected<std::unique_ptr<PostgresStore>> open(const std::string& url, Access access);
 
+  // Whether a store, when destroyed, keeps its connection for the next
+  // open() of the same URL in the same environment (the query server's
+  // calls: runner/query_client.hpp). A kept connection is used again only
+  // if it is still open, idle, and its first statement (the schema's
+  // version) succeeds; else it is closed and a new one made. Statements
+  // with parameters are then prepared once a connection (session.hpp,
+  // prepare_statements). Off by default: a command's process connects
+  // once and closes at its end.
+  static void keep_connections(bool keep);
+
   // `url` with any password replaced by "***", for messages.
   static std::string mask_password(std::string_view url);
 
@@ -114,12 +124,13 @@ public:
   struct Connection;
 
 private:
-  PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema);
+  PostgresStore(std::string location, std::unique_ptr<Connection> connection, bool has_schema, std::string kept_as);
   // Adds rows of (digest, bytes) to m_all_manifests (manifests.cpp).
   void keep_manifests(pg_result* rows) const;
 
   std::string m_location;
   std::unique_ptr<Connection> m_connection;
+  std::string m_kept_as;     // with keep_connections: the connection's key, to keep it under at the end
   bool m_has_schema = false; // false: reading a database we never wrote to
   // Set by a read of every build: the manifests are then read all at once
   // (one statement, not one a manifest), at the first that is asked for.

@@ -2,6 +2,10 @@
 #include <fingerprint/util/text.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace fingerprint::store::postgresql {
 
@@ -109,6 +113,22 @@ is_unavailable_connect_message(std::string_view message)
   });
 }
 
+} // namespace fingerprint::store::postgresql
+
+namespace fingerprint::store {
+
+PostgresStore::Connection::~Connection()
+{
+  if (conn != nullptr) {
+    postgresql::forget_prepared(conn);
+    PQfinish(conn);
+  }
+}
+
+} // namespace fingerprint::store
+
+namespace fingerprint::store::postgresql {
+
 Expected<Result>
 Session::run(std::string_view what, const char* sql, const std::vector<std::string>& params) const
 {
@@ -121,6 +141,61 @@ Session::run_binary(std::string_view what, const char* sql, const std::vector<st
   return execute(what, sql, params, true);
 }
 
+namespace {
+
+// prepare_statements(): the statements each kept connection has prepared,
+// by their text, and the name each was prepared under.
+std::atomic<bool> g_prepare{false};
+std::mutex g_prepared_mutex;
+std::unordered_map<const PGconn*, std::unordered_map<std::string, std::string>> g_prepared;
+unsigned long g_prepared_count = 0;
+
+// The name `sql` is prepared under on `conn`, preparing it first; empty when
+// it could not be (the statement then runs as one of its own, which says
+// what is wrong with it).
+std::string
+prepared_name(PGconn* conn, const char* sql, int count)
+{
+  std::lock_guard lock(g_prepared_mutex);
+  auto& statements = g_prepared[conn];
+  if (const auto found = statements.find(sql); found != statements.end()) {
+    return found->second;
+  }
+  // Names are never used twice in a process: a statement forgotten after
+  // an error stays prepared on its connection under its old name.
+  std::string name = "fingerprint_" + std::to_string(++g_prepared_count);
+  const Result prepared(PQprepare(conn, name.c_str(), sql, count, nullptr), &PQclear);
+  if (!prepared || PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
+    return {};
+  }
+  statements.emplace(sql, name);
+  return name;
+}
+
+void
+forget_statement(const PGconn* conn, const char* sql)
+{
+  std::lock_guard lock(g_prepared_mutex);
+  if (const auto found = g_prepared.find(conn); found != g_prepared.end()) {
+    found->second.erase(sql);
+  }
+}
+
+} // namespace
+
+void
+prepare_statements(bool prepare)
+{
+  g_prepare = prepare;
+}
+
+void
+forget_prepared(const PGconn* conn)
+{
+  std::lock_guard lock(g_prepared_mutex);
+  g_prepared.erase(conn);
+}
+
 Expected<Result>
 Session::execute(std::string_view what, const char* sql, const std::vector<std::string>& params, bool binary) const
 {
@@ -129,13 +204,18 @@ Session::execute(std::string_view what, const char* sql, const std::vector<std::
   for (const auto& param : params) {
     values.push_back(param.c_str());
   }
-  Result result(
-    values.empty() && !binary
-      ? PQexec(m_conn, sql)
-      : PQexecParams(
-        m_conn, sql, static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, binary ? 1 : 0),
-    &PQclear);
+  const int count = static_cast<int>(values.size());
+  const std::string name = g_prepare && count > 0 ? prepared_name(m_conn, sql, count) : std::string();
+  Result result(!name.empty()
+                  ? PQexecPrepared(m_conn, name.c_str(), count, values.data(), nullptr, nullptr, binary ? 1 : 0)
+                : count == 0 && !binary
+                  ? PQexec(m_conn, sql)
+                  : PQexecParams(m_conn, sql, count, nullptr, values.data(), nullptr, nullptr, binary ? 1 : 0),
+                &PQclear);
   const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+  if (!name.empty() && status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    forget_statement(m_conn, sql); // prepared anew next time, whatever failed
+  }
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
     return result;
   }

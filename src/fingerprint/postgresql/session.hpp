@@ -21,15 +21,17 @@ struct PostgresStore::Connection
   Connection() = default;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
-  ~Connection()
-  {
-    if (conn != nullptr) {
-      PQfinish(conn);
-    }
-  }
+  ~Connection();
 };
 
 namespace postgresql {
+
+// Whether statements with parameters are prepared once per connection and
+// executed by name after (the query server's kept connections:
+// PostgresStore::keep_connections), rather than parsed and planned at each
+// run. A connection's prepared statements are forgotten when it closes.
+void prepare_statements(bool prepare);
+void forget_prepared(const PGconn* conn);
 
 using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
