@@ -364,8 +364,24 @@ sql "$A" "UPDATE fingerprint_path_index SET paths = '{}', inputs = '{}' WHERE pr
 run "$FP" --store "$A" history --json lib.so
 expect_json "$T/out" "not any(p['project'] == 'core' for v in d['versions'] for p in v['producers'])" \
   "the index is what history reads: with core's rows emptied, core's builds are not read"
+# gc's mark: every event up to it is in the index; the builds with events
+# above it (many's, misc's second, migrated after the gc) were read above
+# whatever their rows say. A row of stamp -1 (a build gc could not index)
+# is read whatever the path; an index without a mark (an older runner's
+# gc) is read by the builds' stamps.
+expect_eq "$(sql "$A" "SELECT count(*) FROM fingerprint_path_index_mark")" 1 "gc marks the index by path"
+expect_eq "$(sql "$A" "SELECT (SELECT last_id FROM fingerprint_path_index_mark) < (SELECT max(id) FROM fingerprint_events WHERE project = 'many')")" t \
+  "the appends migrated after the gc are above its mark"
+sql "$A" "UPDATE fingerprint_path_index SET rows = -1, last_id = -1 WHERE project = 'core'" >/dev/null
+run "$FP" --store "$A" history --json lib.so
+expect_json "$T/out" "any(p['project'] == 'core' for v in d['versions'] for p in v['producers'])" \
+  "a row of stamp -1 is read whatever its paths say"
+sql "$A" "DELETE FROM fingerprint_path_index_mark" >/dev/null
+same 0 "an index without a mark: history --json lib.so" history --json lib.so
+same 0 "an index without a mark: history --json many3" history --json many3
 run "$FP" --store "$A" fsck --repair
 expect_rc 0 "fsck --repair of the database writes the index anew"
+expect_eq "$(sql "$A" "SELECT count(*) FROM fingerprint_path_index_mark")" 1 "and marks it"
 same 0 "after the index is written anew: history --json lib.so" history --json lib.so
 run "$FP" --store "$DIR" fsck --json
 cp "$T/out" fsck-dir.json
