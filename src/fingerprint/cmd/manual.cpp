@@ -78,6 +78,10 @@ constexpr Described k_environment[] = {
   {"FINGERPRINT_BUILD_ID", "the build id record and the hooks use (else the CI run's, else one of their own)"},
   {"FINGERPRINT_CACHE_DIR", "the digest cache (empty: none)"},
   {"FINGERPRINT_SPOOL_DIR", "where hooks keep what a database could not take yet"},
+  {"FINGERPRINT_RECORDER",
+   "off: hooks run the runner and a database's show, consumers, why and history run in a process of their own, "
+   "not in the recorder and the query server"},
+  {"FINGERPRINT_RECORDER_IDLE", "seconds without a call after which the recorder and the query server end (60)"},
   {"TZ", "the time zone of the times tables print (--utc: UTC)"},
   {"NO_COLOR", "no colour on a terminal"},
   {"DPKG_ADMINDIR", "dpkg's database, for the Debian package that installed a file"},
