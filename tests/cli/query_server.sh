@@ -15,7 +15,9 @@
 #      with another PGDATABASE answers from that database;
 #   e. concurrent queries all answer as one alone does;
 #   f. each call's options and environment are its own: the keys one call
-#      trusts are not trusted by the next.
+#      trusts are not trusted by the next;
+#   g. a statement that fails inside a walk fails the query as it does
+#      without the server, and leaves the kept connection in no transaction.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
@@ -40,6 +42,7 @@ cleanup() {
   for name in $(sql "$SERVER" "SELECT datname FROM pg_database WHERE datname LIKE 'fp\_qs\_$$\_%'" 2>/dev/null); do
     sql "$SERVER" "DROP DATABASE IF EXISTS $name WITH (FORCE)" >/dev/null 2>&1 || echo "note: could not drop database $name" >&2
   done
+  sql "$SERVER" "DROP ROLE IF EXISTS fp_qs_$$" >/dev/null 2>&1 || echo "note: could not drop role fp_qs_$$" >&2
   (exit "$rc")
   on_exit
 }
@@ -145,6 +148,20 @@ PGDATABASE=${A##*/} alike "a URL without a database, PGDATABASE the store's" "$T
 expect_eq "$(cat "$T/on.rc")" 0 "answers from the store's database"
 PGDATABASE=${B##*/} alike "the same URL, PGDATABASE another database" "$T" --store "$base" show "$lib"
 expect_eq "$(cat "$T/on.rc")" 1 "answers from the other database: nothing there"
+
+# g. A statement that fails inside a walk (a role that may not read the
+# manifests' entries): the same error both ways, and the transaction the
+# walk began is rolled back: the kept connection answers once the role may.
+sql "$A" "CREATE ROLE fp_qs_$$ LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO fp_qs_$$; REVOKE SELECT ON fingerprint_manifest_entries FROM fp_qs_$$" >/dev/null
+LIMITED="postgresql://fp_qs_$$@${A#*@}"
+alike "consumers by a role that may not read the manifests' entries" "$T" --store "$LIMITED" consumers "$libc"
+expect_eq "$(cat "$T/on.rc") $(grep -c 'permission denied for table fingerprint_manifest_entries' "$T/on.err")" "1 1" \
+  "it fails, naming the table"
+sql "$A" "GRANT SELECT ON fingerprint_manifest_entries TO fp_qs_$$" >/dev/null
+alike "the same once the role may read them" "$T" --store "$LIMITED" consumers --json "$libc"
+expect_eq "$(cat "$T/on.rc")" 0 "it answers"
+expect_eq "$(sql "$SERVER" "SELECT state FROM pg_stat_activity WHERE usename = 'fp_qs_$$'")" idle \
+  "its kept connection is idle, in no transaction"
 
 # e. Concurrent queries: every one as one alone.
 FINGERPRINT_RECORDER=off "$FP" --store "$A" consumers --transitive --json "$libc" >alone.json

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -219,12 +220,94 @@ Session::execute(std::string_view what, const char* sql, const std::vector<std::
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
     return result;
   }
-  const char* state = result ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
+  return failure(what, result.get());
+}
+
+Error
+Session::failure(std::string_view what, const PGresult* result) const
+{
+  const char* state = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   m_last_state = state != nullptr ? state : "";
+  const char* message = result != nullptr ? PQresultErrorMessage(result) : "";
   Error error{m_location + ": " + std::string(what) + ": "
-              + one_line(result ? PQresultErrorMessage(result.get()) : PQerrorMessage(m_conn))};
+              + one_line(*message != '\0' ? message : PQerrorMessage(m_conn))};
   error.unavailable = PQstatus(m_conn) == CONNECTION_BAD || is_unavailable_state(m_last_state);
   return error;
+}
+
+Expected<std::vector<Result>>
+Session::run_together(std::string_view what, const std::vector<Statement>& statements) const
+{
+  std::vector<Result> results;
+  // Prepared first: preparing is a round trip of its own (once a connection).
+  std::vector<std::string> names;
+  for (const Statement& statement : statements) {
+    const int count = static_cast<int>(statement.params.size());
+    names.push_back(g_prepare && count > 0 ? prepared_name(m_conn, statement.sql, count) : std::string());
+  }
+  if (PQenterPipelineMode(m_conn) != 1) {
+    for (const Statement& statement : statements) {
+      auto result = run(what, statement.sql, statement.params);
+      if (!result) {
+        if (PQtransactionStatus(m_conn) == PQTRANS_INERROR) {
+          (void)run(what, "ROLLBACK");
+        }
+        return result.error();
+      }
+      results.push_back(std::move(*result));
+    }
+    return results;
+  }
+  bool sent = true;
+  for (size_t i = 0; i < statements.size() && sent; ++i) {
+    std::vector<const char*> values;
+    for (const auto& param : statements[i].params) {
+      values.push_back(param.c_str());
+    }
+    const int count = static_cast<int>(values.size());
+    sent = (names[i].empty()
+              ? PQsendQueryParams(m_conn, statements[i].sql, count, nullptr, values.data(), nullptr, nullptr, 0)
+              : PQsendQueryPrepared(m_conn, names[i].c_str(), count, values.data(), nullptr, nullptr, 0))
+           == 1;
+  }
+  sent = sent && PQpipelineSync(m_conn) == 1;
+  std::optional<Error> failed;
+  if (!sent) {
+    failed = failure(what, nullptr);
+  }
+  // Each statement's result and the null after it, then the sync's.
+  for (size_t i = 0; i < statements.size() && sent; ++i) {
+    Result result(PQgetResult(m_conn), &PQclear);
+    if (!result) {
+      failed = failed ? failed : failure(what, nullptr);
+      sent = false; // the connection is gone: nothing more comes
+      break;
+    }
+    while (PGresult* rest = PQgetResult(m_conn)) {
+      PQclear(rest);
+    }
+    const auto status = PQresultStatus(result.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      if (!names[i].empty()) {
+        forget_statement(m_conn, statements[i].sql);
+      }
+      if (!failed) {
+        failed = failure(what, result.get());
+      }
+    }
+    results.push_back(std::move(result));
+  }
+  if (sent) {
+    const Result sync(PQgetResult(m_conn), &PQclear); // PGRES_PIPELINE_SYNC
+  }
+  PQexitPipelineMode(m_conn);
+  if (failed) {
+    if (PQtransactionStatus(m_conn) == PQTRANS_INERROR || PQtransactionStatus(m_conn) == PQTRANS_INTRANS) {
+      (void)run(what, "ROLLBACK");
+    }
+    return *failed;
+  }
+  return results;
 }
 
 } // namespace fingerprint::store::postgresql

@@ -81,6 +81,18 @@ public:
                               const char* sql,
                               const std::vector<std::string>& params = {}) const;
 
+  // Statements sent one after the other in one round trip (libpq's
+  // pipeline mode), their results in order; an error is the first failing
+  // statement's (those after it do not run). A transaction begun by one of
+  // them and left open by a failure is rolled back. A connection that
+  // cannot pipeline runs them one at a time.
+  struct Statement
+  {
+    const char* sql;
+    std::vector<std::string> params;
+  };
+  Expected<std::vector<Result>> run_together(std::string_view what, const std::vector<Statement>& statements) const;
+
   const std::string&
   location() const
   {
@@ -115,6 +127,8 @@ public:
   }
 
 private:
+  // The error of a failed statement (its result, or the connection's).
+  Error failure(std::string_view what, const PGresult* result) const;
   Expected<Result> execute(std::string_view what,
                            const char* sql,
                            const std::vector<std::string>& params,
