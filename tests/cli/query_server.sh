@@ -149,10 +149,12 @@ expect_eq "$(cat "$T/on.rc")" 0 "answers from the store's database"
 PGDATABASE=${B##*/} alike "the same URL, PGDATABASE another database" "$T" --store "$base" show "$lib"
 expect_eq "$(cat "$T/on.rc")" 1 "answers from the other database: nothing there"
 
-# g. A statement that fails inside a walk (a role that may not read the
-# manifests' entries): the same error both ways, and the transaction the
-# walk began is rolled back: the kept connection answers once the role may.
-sql "$A" "CREATE ROLE fp_qs_$$ LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO fp_qs_$$; REVOKE SELECT ON fingerprint_manifest_entries FROM fp_qs_$$" >/dev/null
+# g. A statement that fails inside a walk: a role that may read the
+# manifests' entries' inputs, which the walk follows, but not their paths,
+# which the rows read, so the statement sent with the COMMIT fails. The same
+# error both ways, and the transaction the walk began is rolled back: the
+# kept connection answers once the role may.
+sql "$A" "CREATE ROLE fp_qs_$$ LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO fp_qs_$$; REVOKE SELECT ON fingerprint_manifest_entries FROM fp_qs_$$; GRANT SELECT (input, manifest) ON fingerprint_manifest_entries TO fp_qs_$$" >/dev/null
 LIMITED="postgresql://fp_qs_$$@${A#*@}"
 alike "consumers by a role that may not read the manifests' entries" "$T" --store "$LIMITED" consumers "$libc"
 expect_eq "$(cat "$T/on.rc") $(grep -c 'permission denied for table fingerprint_manifest_entries' "$T/on.err")" "1 1" \
