@@ -56,40 +56,6 @@ server_address(const std::string& server, std::string& name, sockaddr_un& addres
   return true;
 }
 
-bool
-send_all(int fd, const char* data, size_t size)
-{
-  while (size > 0) {
-    const ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool
-read_all(int fd, char* data, size_t size)
-{
-  while (size > 0) {
-    const ssize_t n = ::read(fd, data, size);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // The request: its header with the standard streams and the working
 // directory, then argv and the environment as NUL-terminated strings.
 bool
@@ -187,8 +153,7 @@ ask_query_server(const std::string& server, int argc, char** argv)
   const int cwd = ::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   Reply reply{};
   const bool answered = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0 && peer.uid == ::geteuid()
-                        && cwd >= 0 && send_request(fd, argc, argv, cwd)
-                        && read_all(fd, reinterpret_cast<char*>(&reply), sizeof reply);
+                        && cwd >= 0 && send_request(fd, argc, argv, cwd) && read_all(fd, &reply, sizeof reply);
   if (cwd >= 0) {
     ::close(cwd);
   }

@@ -86,6 +86,8 @@ move_all(char* p, size_t size, Step step)
   return true;
 }
 
+} // namespace
+
 bool
 read_all(int fd, void* data, size_t size)
 {
@@ -99,6 +101,8 @@ send_all(int fd, const void* data, size_t size)
     return ::send(fd, p, n, MSG_NOSIGNAL);
   });
 }
+
+namespace {
 
 bool
 send_reply(int fd, Action action, uint32_t value, const std::vector<std::string>& argv = {})

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+
 // The recorder: one resident runner process per runner binary and user that
 // serves fingerprint-launch's link hooks in its own process, one hook at a
 // time (docs/ARCHITECTURE.md, "The recorder").
@@ -16,6 +18,13 @@ struct Hooks
   // Appends "<label> <user us> <system us>" to $FINGERPRINT_CPU_LOG, if set.
   void (*log_cpu)(const char* label, long long user_us, long long system_us);
 };
+
+// Reads or sends all `size` bytes on `fd`, again after EINTR and short
+// counts (send with MSG_NOSIGNAL: a peer gone is false, not SIGPIPE); false
+// at the end of the stream or an error. The servers and the query client
+// use them (fingerprint-launch has its own, without a C library).
+bool read_all(int fd, void* data, size_t size);
+bool send_all(int fd, const void* data, size_t size);
 
 // The command a runner's argv names after the options that may come before
 // it (--store URL, --store=URL, --utc); null if none does.

@@ -14,18 +14,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
 URL_FILE=${2:-}
 if [[ -n $URL_FILE ]]; then
-  if [[ ! -s $URL_FILE ]]; then
-    echo "FAIL: $TEST_NAME: no server URL in $URL_FILE (does pg.start, tests/pg/server.sh start, run first?)" >&2
-    exit 1
-  fi
-  if ! command -v psql >/dev/null; then
-    echo "FAIL: $TEST_NAME: psql is missing (apt-get install postgresql-client)" >&2
-    exit 1
-  fi
-  unset PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD PGSERVICE PGOPTIONS
-  SERVER=$(head -1 "$URL_FILE")
+  use_pg_server "$URL_FILE"
   DB=fp_cli_$$_bytes
-  sql() { psql "$1" -X -v ON_ERROR_STOP=1 -qAtc "$2"; }
   sql "$SERVER" "CREATE DATABASE $DB" >/dev/null
   base=${SERVER%%\?*}
   S=${base%/*}/$DB

@@ -61,6 +61,25 @@ _result() {
   if ((passed)); then ok "$@"; else fail "$@"; fi
 }
 
+# use_pg_server URL_FILE: for the tests on the `postgresql` fixture's server
+# (tests/pg/server.sh start writes its URL to URL_FILE): sets SERVER to the
+# URL, leaves out the PG variables of the caller's environment, and defines
+# `sql URL STATEMENT` (one value per line, nothing else). Exits 1, saying
+# why, without the URL or psql.
+use_pg_server() {
+  if [[ ! -s $1 ]]; then
+    echo "FAIL: $TEST_NAME: no server URL in $1 (does the pg.start test, tests/pg/server.sh start, run first?)" >&2
+    exit 1
+  fi
+  if ! command -v psql >/dev/null; then
+    echo "FAIL: $TEST_NAME: psql is missing (apt-get install postgresql-client)" >&2
+    exit 1
+  fi
+  unset PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD PGSERVICE PGOPTIONS
+  SERVER=$(head -1 "$1")
+  sql() { psql "$1" -X -v ON_ERROR_STOP=1 -qAtc "$2"; }
+}
+
 # run CMD ARGS...: runs with a timeout ($RUN_TIMEOUT, 10 s by default); stdout in $T/out (and $OUT),
 # stderr in $T/err (and $ERR), exit code in $RC. A timeout is a failure.
 run() {

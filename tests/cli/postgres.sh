@@ -24,20 +24,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
-URL_FILE=${2:?usage: $0 /path/to/fingerprint URL_FILE}
-if [[ ! -s $URL_FILE ]]; then
-  echo "FAIL: $TEST_NAME: no server URL in $URL_FILE (does the pg.start test, tests/pg/server.sh start, run first?)" >&2
-  exit 1
-fi
-SERVER=$(head -1 "$URL_FILE")
-if ! command -v psql >/dev/null; then
-  echo "FAIL: $TEST_NAME: psql is missing (apt-get install postgresql-client)" >&2
-  exit 1
-fi
-unset PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD PGSERVICE PGOPTIONS
-
-# sql URL STATEMENT: one value per line, nothing else.
-sql() { psql "$1" -X -v ON_ERROR_STOP=1 -qAtc "$2"; }
+use_pg_server "${2:?usage: $0 /path/to/fingerprint URL_FILE}"
 
 # new_db NAME: creates database fp_cli_<pid>_NAME and prints its URL; every
 # fp_cli_<pid>_* database is dropped when the test ends.

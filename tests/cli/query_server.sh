@@ -21,15 +21,9 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" "$@"
 
-URL_FILE=${2:?usage: $0 /path/to/fingerprint URL_FILE}
-if [[ ! -s $URL_FILE ]]; then
-  echo "FAIL: $TEST_NAME: no server URL in $URL_FILE (does the pg.start test, tests/pg/server.sh start, run first?)" >&2
-  exit 1
-fi
-SERVER=$(head -1 "$URL_FILE")
-unset PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD PGSERVICE PGOPTIONS FINGERPRINT_RECORDER
+use_pg_server "${2:?usage: $0 /path/to/fingerprint URL_FILE}"
+unset FINGERPRINT_RECORDER
 export FINGERPRINT_RECORDER_IDLE=30
-sql() { psql "$1" -X -v ON_ERROR_STOP=1 -qAtc "$2"; }
 new_db() {
   local name=fp_qs_$$_$1
   sql "$SERVER" "CREATE DATABASE $name" >/dev/null
