@@ -665,8 +665,17 @@ DirectoryStore::check_path_index(FsckReport& report, bool repair) const
           lacking.emplace_back(n, missing);
         }
       }
-      // A writer between its events (which the scan saw) and its line: named
-      // by now, unless it stopped there.
+      // A writer between its events (which the scan saw) and its line holds
+      // the change lock shared until its line is written: once the lock is
+      // this check's (bounded, as fsck's repair takes it; busy writers may
+      // keep it shared), the build is named, unless its writer stopped there.
+      util::Fd quiet;
+      for (int attempt = 0; !lacking.empty() && attempt < 100 && !quiet; ++attempt) {
+        quiet = detail::lock_file(m_root_fd.get(), layout::k_change_lock, LOCK_EX | LOCK_NB, repair);
+        if (!quiet) {
+          ::usleep(10'000);
+        }
+      }
       if (auto again = lacking.empty() ? changed : read_changed(); again && *again) {
         std::set<std::pair<std::string, std::string>> named;
         for (const BuildRef& build : **again) {
