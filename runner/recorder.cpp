@@ -2,6 +2,7 @@
 
 #include <fingerprint/cmd/launch.hpp>
 #include <fingerprint/digest/cache.hpp>
+#include <fingerprint/digest/engine.hpp>
 #include <fingerprint/hook/build_id.hpp>
 
 #include "recorder_protocol.hpp"
@@ -546,6 +547,9 @@ serve(const char* name, const Hooks& hooks)
   // for that hook, not the end of the recorder.
   std::signal(SIGPIPE, SIG_IGN);
   digest::DigestCache::remember_in_process(true);
+  // The links of one build tool run share what they digested
+  // (digest/engine.hpp, BuildMemo).
+  digest::BuildMemo::enable(true);
   // Calls take turns, so one arena serves them all; and what a call frees
   // (a deflate state, a deps log's buffer) is kept for the next rather than
   // given back and faulted in again: with glibc's defaults each call

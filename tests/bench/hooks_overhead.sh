@@ -250,6 +250,10 @@ wait_for_recorders() {
 #   count is the whole hook's).
 # Prints medians of the rounds in ms: "one_link=TARGET launcher_ms=
 # served_ms= hooked_ms= runner_ms=".
+# FINGERPRINT_BENCH_ONE_LINK_NINJA=1: the served calls of a round are the
+# $repeat edges of one `ninja -j1` run (build ids counted, as in a build,
+# not $FINGERPRINT_BUILD_ID), so that what the recorder keeps for a build
+# tool run (digest::BuildMemo) is used as a build's links use it.
 if [[ -n ${FINGERPRINT_BENCH_ONE_LINK:-} ]]; then
   target=$FINGERPRINT_BENCH_ONE_LINK
   rounds=${FINGERPRINT_BENCH_ONE_LINK_ROUNDS:-7}
@@ -282,6 +286,17 @@ sys.stdout.write("\0".join(words))' >"$work/hook.argv"
     (cd "$work/hooked" && FINGERPRINT_CPU_LOG=$work/cpu.log xargs -0 -a "$work/hook.argv" env) >/dev/null 2>&1
     rm -f "$work/cpu.log"
     launcher_ms=$(FINGERPRINT_CPU_LOG=$work/cpu.log own_ms)
+    if [[ ${FINGERPRINT_BENCH_ONE_LINK_NINJA:-0} == 1 ]]; then
+      wait_for_recorders
+      {
+        echo "rule hook"
+        echo "  command = cd $work/hooked && xargs -0 -a $work/hook.argv env >/dev/null 2>&1"
+        for ((k = 0; k < repeat; k++)); do echo "build run$k: hook"; done
+      } >"$work/one.ninja"
+      (unset FINGERPRINT_BUILD_ID && cd "$work/hooked" && xargs -0 -a "$work/hook.argv" env) >/dev/null 2>&1
+      rm -f "$work/cpu.log"
+      (unset FINGERPRINT_BUILD_ID && cd "$work" && FINGERPRINT_CPU_LOG=$work/cpu.log ninja -f one.ninja -j1 >/dev/null)
+    fi
     wait_for_recorders
     served_ms=$(awk -v b="$(served_us)" -v n="$repeat" 'BEGIN { printf "%.4f", b / 1000 / n }')
     echo "$launcher_ms $served_ms $runner_ms" >>"$work/one.rows"

@@ -168,6 +168,44 @@ EOF
   run ninja -C "$T/nb"
   third=$("$RUNNER" --store "$S" show --json "$T/nb/a" | python3 -c 'import json,sys; print([e["build"] for e in json.load(sys.stdin)["producers"]][-1])')
   expect_eq "${third%%-*}" "$((${first%%-*} + 1))" "the next ninja run has the next build number"
+
+  # 7b. A file is looked at once a ninja run (digest::BuildMemo): a link
+  # after an undeclared change of its input in the same run records what
+  # the run's first link found; the next run looks again.
+  consumers_of() {
+    "$RUNNER" --store "$S" consumers --json "$1" |
+      python3 -c 'import json,sys; print(" ".join(sorted(e["target"] + "@" + e["build"].split("-")[0] for e in json.load(sys.stdin))))'
+  }
+  echo "first bytes" >"$T/work/memo.o"
+  cat >"$T/nb/build.ninja" <<EOF
+rule link
+  command = $LAUNCHER $RUNNER launch --store $S --project nb --target \$target --output \$out --build-dir $T/nb -- cp \$in \$out
+rule change_input
+  command = echo changed during the run >>$T/work/memo.o && touch \$out
+build $T/nb/c: link $T/work/memo.o
+  target = c
+build $T/nb/changed: change_input || $T/nb/c
+build $T/nb/d: link $T/work/memo.o || $T/nb/changed
+  target = d
+EOF
+  run ninja -C "$T/nb" -j1
+  expect_rc 0 "a ninja run whose input changes between two links"
+  # c is a copy of the input's first bytes, in.changed of its last.
+  cp "$T/work/memo.o" "$T/nb/in.changed"
+  expect_ne "$(digest_of "$T/nb/in.changed")" "$(digest_of "$T/nb/c")" "the input did change during the run"
+  expect_eq "$(consumers_of "$T/nb/c")" "c@$((${third%%-*} + 1)) d@$((${third%%-*} + 1))" "both links of the run record the bytes its first link found"
+  expect_eq "$(consumers_of "$T/nb/in.changed")" "" "and not the bytes changed during the run"
+  rm -f "$T/nb/c" "$T/nb/d"
+  run ninja -C "$T/nb" -j1 "$T/nb/d"
+  expect_rc 0 "the next ninja run"
+  expect_eq "$(consumers_of "$T/nb/in.changed")" "c@$((${third%%-*} + 2)) d@$((${third%%-*} + 2))" "the next run records the changed bytes"
+  # The same with the build id from the environment (a CI's): the run is
+  # still the build tool's.
+  echo "first bytes again" >"$T/work/memo.o"
+  rm -f "$T/nb/c" "$T/nb/d" "$T/nb/changed"
+  FINGERPRINT_BUILD_ID=77-ci run ninja -C "$T/nb" -j1
+  expect_rc 0 "a ninja run with FINGERPRINT_BUILD_ID whose input changes between two links"
+  expect_eq "$(consumers_of "$T/nb/c")" "c@77 d@77" "with the build id from the environment too, both record the first bytes"
 else
   fail "ninja is needed for the build id checks"
 fi

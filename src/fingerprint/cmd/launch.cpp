@@ -1,6 +1,7 @@
 #include <fingerprint/cmd/command.hpp>
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/cmd/launch.hpp>
+#include <fingerprint/digest/engine.hpp>
 #include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/recorder.hpp>
@@ -112,6 +113,12 @@ record_step(const Args& args,
     request.build_id = *counted;
   }
   build_id = request.build_id;
+  // In a recorder, the links of one build tool run share what they digested.
+  if (auto claimed = hook::claimed_build(); claimed.set) {
+    request.memo = digest::BuildMemo::of(claimed.identity, request.algorithm);
+  } else if (digest::BuildMemo::enabled()) {
+    request.memo = digest::BuildMemo::of(hook::invocation_identity(), request.algorithm);
+  }
   return hook::record(
     request,
     [&](const Error& error) { file_errors.push_back(error.message); },

@@ -3,6 +3,8 @@
 #include <fingerprint/util/parallel.hpp>
 #include <fingerprint/util/text.hpp>
 
+#include <atomic>
+#include <deque>
 #include <optional>
 #include <sys/stat.h>
 
@@ -80,7 +82,84 @@ read_and_digest(Hasher& hasher, const std::string& path, const DigestCache* cach
   return result;
 }
 
+// BuildMemo::of's memos: the newest last. A build tool invocation's memo
+// lives until k_memos newer ones have been asked for.
+constexpr size_t k_memos = 4;
+// Past this many files a memo takes no more (about 25 MB): a build that
+// reads more looks at the rest as without it.
+constexpr size_t k_memo_files = 100'000;
+std::atomic<bool> g_memo_enabled{false};
+std::mutex g_memos_mutex;
+std::deque<std::pair<std::string, std::shared_ptr<BuildMemo>>> g_memos;
+
 } // namespace
+
+std::optional<FileDigest>
+BuildMemo::find(const std::string& path) const
+{
+  std::lock_guard lock(m_mutex);
+  const auto found = m_files.find(path);
+  return found == m_files.end() ? std::nullopt : std::optional(found->second);
+}
+
+void
+BuildMemo::keep(const std::string& path, const FileDigest& digest)
+{
+  std::lock_guard lock(m_mutex);
+  if (m_files.size() < k_memo_files) {
+    m_files.try_emplace(path, digest);
+  }
+}
+
+size_t
+BuildMemo::size() const
+{
+  std::lock_guard lock(m_mutex);
+  return m_files.size();
+}
+
+std::shared_ptr<BuildMemo>
+BuildMemo::of(const std::string& invocation, Algorithm algorithm)
+{
+  // "<pid>:<start>" names a build tool's run; anything else (no build tool
+  // above the hook) names no run whose end could be known.
+  if (!g_memo_enabled || invocation.find(':') == std::string::npos) {
+    return nullptr;
+  }
+  const std::string key = invocation + " " + std::string(algorithm_name(algorithm));
+  std::lock_guard lock(g_memos_mutex);
+  for (auto it = g_memos.begin(); it != g_memos.end(); ++it) {
+    if (it->first == key) {
+      auto memo = it->second;
+      if (std::next(it) != g_memos.end()) { // the newest goes last
+        g_memos.erase(it);
+        g_memos.emplace_back(key, memo);
+      }
+      return memo;
+    }
+  }
+  if (g_memos.size() >= k_memos) {
+    g_memos.pop_front();
+  }
+  g_memos.emplace_back(key, std::make_shared<BuildMemo>());
+  return g_memos.back().second;
+}
+
+void
+BuildMemo::enable(bool on)
+{
+  g_memo_enabled = on;
+  if (!on) {
+    std::lock_guard lock(g_memos_mutex);
+    g_memos.clear();
+  }
+}
+
+bool
+BuildMemo::enabled()
+{
+  return g_memo_enabled;
+}
 
 Expected<FileDigest>
 digest_path(Hasher& hasher, const std::string& path, const DigestCache* cache)
@@ -100,12 +179,28 @@ digest_files(const std::vector<std::string>& paths, const DigestOptions& options
 {
   const DigestCache* cache = options.cache != nullptr && options.cache->enabled() ? options.cache : nullptr;
   std::vector<std::optional<Expected<FileDigest>>> slots(paths.size());
-  // The cache's hits first, in this thread; only what is left is read, in
-  // parallel when there is enough of it.
+  BuildMemo* const memo = options.memo;
+  std::vector<char> remembered(memo != nullptr ? paths.size() : 0);
+  const auto from_memo = [&](size_t i) {
+    if (memo == nullptr || i < options.memo_first) {
+      return false;
+    }
+    if (auto found = memo->find(paths[i])) {
+      slots[i].emplace(std::move(*found));
+      remembered[i] = 1;
+      return true;
+    }
+    return false;
+  };
+  // The memo's and the cache's hits first, in this thread; only what is
+  // left is read, in parallel when there is enough of it.
   std::vector<size_t> left;
   uint64_t left_bytes = 0;
   if (cache != nullptr) {
     for (size_t i = 0; i < paths.size(); ++i) {
+      if (from_memo(i)) {
+        continue;
+      }
       uint64_t size = 0;
       if (auto hit = cached_digest(options.algorithm, paths[i], *cache, size)) {
         slots[i].emplace(std::move(*hit));
@@ -115,9 +210,10 @@ digest_files(const std::vector<std::string>& paths, const DigestOptions& options
       }
     }
   } else {
-    left.resize(paths.size());
     for (size_t i = 0; i < paths.size(); ++i) {
-      left[i] = i;
+      if (!from_memo(i)) {
+        left.push_back(i);
+      }
     }
     left_bytes = k_parallel_bytes; // unknown: as much as is worth the threads
   }
@@ -135,8 +231,11 @@ digest_files(const std::vector<std::string>& paths, const DigestOptions& options
   });
   std::vector<Expected<FileDigest>> results;
   results.reserve(paths.size());
-  for (auto& slot : slots) {
-    results.push_back(std::move(*slot));
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (memo != nullptr && i >= options.memo_first && remembered[i] == 0 && *slots[i]) {
+      memo->keep(paths[i], **slots[i]);
+    }
+    results.push_back(std::move(*slots[i]));
   }
   return results;
 }

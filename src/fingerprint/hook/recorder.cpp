@@ -76,6 +76,8 @@ record(const RecordRequest& request,
   digest::DigestOptions options;
   options.algorithm = request.algorithm;
   options.cache = &cache;
+  options.memo = request.memo.get();
+  options.memo_first = request.produced.size();
   auto digests = digest::digest_files(all, options);
   size_t failures = 0;
   std::vector<std::string> gone;

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <fingerprint/digest/algorithm.hpp>
+#include <fingerprint/digest/engine.hpp>
 #include <fingerprint/store/event.hpp>
 #include <fingerprint/store/manifest.hpp>
 #include <fingerprint/util/expected.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,9 @@ struct RecordRequest
   // fails instead and is run again, so journaling it too would record it
   // twice.
   bool spool = true;
+  // What the build tool invocation's earlier links digested
+  // (digest::BuildMemo), for the files it read; null: every one is looked at.
+  std::shared_ptr<digest::BuildMemo> memo;
 };
 
 // Digests every file first (through the digest cache), then stores the

@@ -329,5 +329,61 @@ TEST(DigestFiles, ParallelResultsAreInInputOrderAndMatchSequential)
   EXPECT_FALSE(many.back());
 }
 
+// A build tool run's links look at a file once: what the first found is
+// what the later ones get, even once the file has changed (the next run
+// sees the change); what a step produced is never taken from the memo, and
+// nothing that failed is kept.
+TEST(BuildMemo, AFileIsLookedAtOnceARunAndProductsAlways)
+{
+  TempDir dir;
+  const std::string product = dir / "product";
+  const std::string input = dir / "input";
+  const std::string missing = dir / "missing";
+  test::write_file(product, "product 1");
+  test::write_file(input, "input 1");
+  Hasher hasher(Algorithm::sha256);
+  const auto hex_of = [&](const std::string& bytes) { return *hasher.digest_bytes(bytes); };
+
+  BuildMemo::enable(true);
+  EXPECT_EQ(BuildMemo::of("4242", Algorithm::sha256), nullptr) << "no build tool's run, no memo";
+  const auto run = BuildMemo::of("4242:77", Algorithm::sha256);
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(BuildMemo::of("4242:77", Algorithm::sha256), run) << "one memo a run";
+  EXPECT_NE(BuildMemo::of("4242:77", Algorithm::blake2b512), run) << "and a digest algorithm";
+  DigestOptions options;
+  options.jobs = 1;
+  options.memo = run.get();
+  options.memo_first = 1;
+  const std::vector<std::string> paths{product, input, missing};
+  auto first = digest_files(paths, options);
+  ASSERT_TRUE(first[0] && first[1]);
+  EXPECT_FALSE(first[2]);
+  EXPECT_EQ(run->size(), 1U) << "the product and the missing file are not kept";
+
+  test::write_file(product, "product 2");
+  test::write_file(input, "input 2, longer");
+  auto again = digest_files(paths, options);
+  ASSERT_TRUE(again[0] && again[1]);
+  EXPECT_EQ(again[0]->hex, hex_of("product 2")) << "a product is digested every time";
+  EXPECT_EQ(again[1]->hex, hex_of("input 1")) << "an input, once a run";
+  EXPECT_EQ(again[1]->size, 7U);
+  EXPECT_FALSE(again[2]);
+
+  const auto next_run = BuildMemo::of("4243:78", Algorithm::sha256);
+  ASSERT_NE(next_run, run);
+  options.memo = next_run.get();
+  auto next = digest_files(paths, options);
+  ASSERT_TRUE(next[1]);
+  EXPECT_EQ(next[1]->hex, hex_of("input 2, longer")) << "the next run looks again";
+
+  // The oldest runs are forgotten; a process without a recorder keeps none.
+  for (int i = 0; i < 4; ++i) {
+    (void)BuildMemo::of("5000:" + std::to_string(i), Algorithm::sha256);
+  }
+  EXPECT_NE(BuildMemo::of("4242:77", Algorithm::sha256), run);
+  BuildMemo::enable(false);
+  EXPECT_EQ(BuildMemo::of("4243:78", Algorithm::sha256), nullptr);
+}
+
 } // namespace
 } // namespace fingerprint::digest
