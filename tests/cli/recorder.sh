@@ -206,6 +206,34 @@ EOF
   FINGERPRINT_BUILD_ID=77-ci run ninja -C "$T/nb" -j1
   expect_rc 0 "a ninja run with FINGERPRINT_BUILD_ID whose input changes between two links"
   expect_eq "$(consumers_of "$T/nb/c")" "c@77 d@77" "with the build id from the environment too, both record the first bytes"
+  # 7c. Hooks run by a script, no build tool above them: the script's
+  # process is no build tool's run, so each hook looks at its inputs. (Under
+  # an outer ninja or make, `ninja test`, the run is that tool's.)
+  tool_above=""
+  pid=$$
+  while ((pid > 1)) && [[ -r /proc/$pid/stat ]]; do
+    stat_line=$(</proc/$pid/stat)
+    name=${stat_line#*(}
+    name=${name%)*}
+    [[ $name == ninja || $name == make || $name == gmake ]] && tool_above=$name
+    read -r -a after_name <<<"${stat_line##*) }"
+    pid=${after_name[1]}
+  done
+  targets_of() { consumers_of "$1" | sed 's/@[0-9]*//g'; }
+  echo "script 1" >"$T/work/script.o"
+  # "; true": bash would exec the last command, no longer its parent.
+  run bash -c '"$1" "$2" launch --store "$3" --project p --target s1 --output s1 --build-dir bd -- cp script.o s1 &&
+    echo "script 2, longer" >script.o &&
+    "$1" "$2" launch --store "$3" --project p --target s2 --output s2 --build-dir bd -- cp script.o s2; true' \
+    _ "$LAUNCHER" "$RUNNER" "$S"
+  expect_rc 0 "two hooks run by one script, the input changed between them"
+  if [[ -z $tool_above ]]; then
+    expect_eq "$(targets_of "$T/work/s2")" "s2" "with no build tool above, the second hook records the changed bytes"
+    expect_eq "$(targets_of "$T/work/s1")" "s1" "and the first the bytes it read"
+  else
+    echo "note: this test runs under $tool_above: both hooks are of its run"
+    expect_eq "$(targets_of "$T/work/s1")" "s1 s2" "under $tool_above, both hooks of its run record the first bytes"
+  fi
 else
   fail "ninja is needed for the build id checks"
 fi

@@ -114,10 +114,8 @@ record_step(const Args& args,
   }
   build_id = request.build_id;
   // In a recorder, the links of one build tool run share what they digested.
-  if (auto claimed = hook::claimed_build(); claimed.set) {
-    request.memo = digest::BuildMemo::of(claimed.identity, request.algorithm);
-  } else if (digest::BuildMemo::enabled()) {
-    request.memo = digest::BuildMemo::of(hook::invocation_identity(), request.algorithm);
+  if (digest::BuildMemo::enabled()) {
+    request.memo = digest::BuildMemo::of(hook::build_tool_run(), request.algorithm);
   }
   return hook::record(
     request,

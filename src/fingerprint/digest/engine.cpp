@@ -121,9 +121,7 @@ BuildMemo::size() const
 std::shared_ptr<BuildMemo>
 BuildMemo::of(const std::string& invocation, Algorithm algorithm)
 {
-  // "<pid>:<start>" names a build tool's run; anything else (no build tool
-  // above the hook) names no run whose end could be known.
-  if (!g_memo_enabled || invocation.find(':') == std::string::npos) {
+  if (!g_memo_enabled || invocation.empty()) {
     return nullptr;
   }
   const std::string key = invocation + " " + std::string(algorithm_name(algorithm));

@@ -32,10 +32,11 @@ public:
   void keep(const std::string& path, const FileDigest& digest);
   size_t size() const;
 
-  // The memo of `invocation` ("<pid>:<start>" of its build tool) for
-  // `algorithm`; null unless enable(true) was called (a recorder does) or
-  // the invocation is not a build tool's. A process keeps the memos of its
-  // last few invocations (two trees built at once each have theirs).
+  // The memo of `invocation` ("<pid>:<start>" of its build tool,
+  // hook::build_tool_run) for `algorithm`; null unless enable(true) was
+  // called (a recorder does), and for an empty invocation (no build tool).
+  // A process keeps the memos of its last few invocations (two trees built
+  // at once each have theirs).
   static std::shared_ptr<BuildMemo> of(const std::string& invocation, Algorithm algorithm);
   static void enable(bool on);
   static bool enabled();

@@ -172,6 +172,13 @@ find_tool(const std::vector<ProcessFacts>& chain)
   return tool;
 }
 
+// Whether `tool` is a ninja or a make, not the parent taken for want of one.
+bool
+is_build_tool(const std::vector<ProcessFacts>& chain, const Tool& tool)
+{
+  return tool.ninja || (tool.index >= 0 && is_make(chain[static_cast<size_t>(tool.index)].name));
+}
+
 std::string
 identity_of(const std::vector<ProcessFacts>& chain, const Tool& tool)
 {
@@ -432,6 +439,7 @@ step_sequence(std::string_view text,
 
   SequenceStep step;
   step.identity = identity;
+  step.tool = is_build_tool(chain, tool);
   const auto render = [&](unsigned long long number) {
     step.build_id = std::to_string(number) + "-" + sequence.tag;
     const std::string updated = format_sequence(sequence);
@@ -475,6 +483,7 @@ step_sequence(std::string_view text,
   }
   if (joined != nullptr) {
     step.identity = joined->identity;
+    step.tool = false; // its tool is gone
     return render(joined->number);
   }
 
@@ -496,6 +505,7 @@ struct Claimed
   std::string build_dir;
   std::string build_id;
   std::string identity;
+  bool tool = false;
 };
 
 std::mutex g_claimed_mutex;
@@ -510,7 +520,7 @@ claimed_build()
   if (!g_claimed) {
     return {};
   }
-  return {true, g_claimed->build_dir, g_claimed->build_id, g_claimed->identity};
+  return {true, g_claimed->build_dir, g_claimed->build_id, g_claimed->identity, g_claimed->tool};
 }
 
 void
@@ -518,7 +528,7 @@ set_claimed_build(const ClaimedBuild& claimed)
 {
   std::lock_guard lock(g_claimed_mutex);
   if (claimed.set) {
-    g_claimed = Claimed{claimed.build_dir, claimed.build_id, claimed.identity};
+    g_claimed = Claimed{claimed.build_dir, claimed.build_id, claimed.identity, claimed.tool};
   } else {
     g_claimed.reset();
   }
@@ -535,6 +545,20 @@ invocation_identity()
   }
   const auto chain = read_chain();
   return identity_of(chain, find_tool(chain));
+}
+
+std::string
+build_tool_run()
+{
+  {
+    std::lock_guard lock(g_claimed_mutex);
+    if (g_claimed) {
+      return g_claimed->tool ? g_claimed->identity : std::string();
+    }
+  }
+  const auto chain = read_chain();
+  const Tool tool = find_tool(chain);
+  return is_build_tool(chain, tool) ? identity_of(chain, tool) : std::string();
 }
 
 Expected<std::string>
@@ -565,7 +589,7 @@ build_id_from_invocation(const std::string& build_dir)
       return ok.error();
     }
   }
-  g_claimed = Claimed{build_dir, step.build_id, step.identity};
+  g_claimed = Claimed{build_dir, step.build_id, step.identity, step.tool};
   return step.build_id;
 }
 

@@ -49,6 +49,7 @@ struct ClaimedBuild
   std::string build_dir;
   std::string build_id;
   std::string identity;
+  bool tool = false; // identity is a live ninja's or make's run (SequenceStep::tool)
 };
 ClaimedBuild claimed_build();
 void set_claimed_build(const ClaimedBuild& claimed);
@@ -83,6 +84,12 @@ Expected<Unrecorded> note_unrecorded(const std::string& build_dir, const std::st
 // belongs to; exposed for tests.
 std::string invocation_identity();
 
+// The identity of the ninja's or make's run above this process (the
+// claimed one, or found now); empty when there is none: a hook run by a
+// script, or an orphan of a killed run. What a run may keep for its links
+// (digest::BuildMemo) is keyed by it.
+std::string build_tool_run();
+
 // One process of the chain from a hook up to init, from /proc/<pid>/stat.
 struct ProcessFacts
 {
@@ -98,6 +105,9 @@ struct SequenceStep
   std::string build_id;
   std::string identity; // of the invocation the process belongs to
   std::string text;     // the sequence file's new contents; empty: unchanged
+  // The identity is the run of a ninja or make above the process, not its
+  // parent's (no build tool found) nor a killed run an orphan joined.
+  bool tool = false;
 };
 
 // build_id_from_invocation's decision, without /proc and the file; exposed

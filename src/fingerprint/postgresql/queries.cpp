@@ -54,6 +54,11 @@ WITH RECURSIVE reach(log) AS (
 )
 SELECT array_agg(log) FROM reach)sql";
 
+// k_reach's array kept in the transaction, for k_reached_rows_kept: the
+// two go in one round trip.
+constexpr const char* k_keep_reach_prefix = "SELECT set_config('fingerprint.reach', (";
+constexpr const char* k_keep_reach_suffix = ")::text, true)";
+
 // Rows: (tag, key, id, position, a, b, c, d), ordered by the first four.
 //   'e' an event of a log reached: key = the log, a = its line
 //   'x' an entry listing an artifact reached: key = the input, id = the
@@ -85,23 +90,33 @@ FROM entries x
 ORDER BY 1, 2, 3, 4)sql";
 
 // Both statements, in one snapshot: what the second reads is what the
-// first walked.
-// Two round trips, not four: the transaction's start goes with the walk,
-// its end with the rows.
+// first walked. One round trip: the walk's array stays on the server, a
+// setting of the transaction (set_config(..., true)) that the rows'
+// statement reads (current_setting, its name the one parameter, so that
+// the statement is prepared as the others are). Sending the array back
+// and forth took a second round trip a walk (`why` makes seven).
 Expected<Result>
 reached_rows(const Session& session, const std::string& what, const DigestKey& start, bool follow_consumers)
 {
-  auto walked = session.run_together(what,
-                                     {{"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {}},
-                                      {k_reach, {start.str(), follow_consumers ? "true" : "false"}}});
-  if (!walked) {
-    return walked.error();
-  }
-  auto read = session.run_together(what, {{k_reached_rows, {PQgetvalue((*walked)[1].get(), 0, 0)}}, {"COMMIT", {}}});
+  static const std::string keep_reach = std::string(k_keep_reach_prefix) + k_reach + k_keep_reach_suffix;
+  static const std::string rows_of_kept = [] {
+    std::string sql = k_reached_rows;
+    const std::string parameter = "$1::text[]";
+    const std::string kept = "current_setting($1)::text[]";
+    for (size_t at = sql.find(parameter); at != std::string::npos; at = sql.find(parameter, at + kept.size())) {
+      sql.replace(at, parameter.size(), kept);
+    }
+    return sql;
+  }();
+  auto read = session.run_together(what,
+                                   {{"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {}},
+                                    {keep_reach.c_str(), {start.str(), follow_consumers ? "true" : "false"}},
+                                    {rows_of_kept.c_str(), {"fingerprint.reach"}},
+                                    {"COMMIT", {}}});
   if (!read) {
     return read.error();
   }
-  return std::move((*read)[0]);
+  return std::move((*read)[2]);
 }
 
 Expected<Reachable>

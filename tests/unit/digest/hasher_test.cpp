@@ -345,7 +345,7 @@ TEST(BuildMemo, AFileIsLookedAtOnceARunAndProductsAlways)
   const auto hex_of = [&](const std::string& bytes) { return *hasher.digest_bytes(bytes); };
 
   BuildMemo::enable(true);
-  EXPECT_EQ(BuildMemo::of("4242", Algorithm::sha256), nullptr) << "no build tool's run, no memo";
+  EXPECT_EQ(BuildMemo::of("", Algorithm::sha256), nullptr) << "no build tool's run, no memo";
   const auto run = BuildMemo::of("4242:77", Algorithm::sha256);
   ASSERT_NE(run, nullptr);
   EXPECT_EQ(BuildMemo::of("4242:77", Algorithm::sha256), run) << "one memo a run";

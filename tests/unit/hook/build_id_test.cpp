@@ -69,6 +69,28 @@ TEST(BuildSequence, TheHooksOfOneNinjaRunShareANumberAndTheNextRunAdvances)
   EXPECT_EQ(tree.hook(link_under(next, 300, 3100)), "2-0badc0de");
 }
 
+// Only a ninja's or a make's run is a tool's (digest::BuildMemo is kept
+// for it): not a script's process above a hook, nor a killed run an orphan
+// joins.
+TEST(BuildSequence, TheRunIsAToolsOnlyUnderANinjaOrAMake)
+{
+  const auto step_of = [](const std::string& text, const std::vector<ProcessFacts>& chain) {
+    return step_sequence(
+      text, chain, k_boot, [](long, unsigned long long) { return false; }, [] { return std::string("0badc0de"); });
+  };
+  const auto ninja = step_of("", link_under(k_ninja, 200, 1100));
+  EXPECT_TRUE(ninja.tool);
+  EXPECT_EQ(ninja.identity, "100:1000");
+  const auto make = process(120, "make", 50, 1000);
+  EXPECT_TRUE(step_of("", link_under(make, 200, 1100)).tool);
+  const auto script = process(130, "python3", 50, 1000);
+  const auto scripted = step_of("", link_under(script, 200, 1100));
+  EXPECT_FALSE(scripted.tool) << scripted.identity;
+  const auto orphan = step_of(ninja.text, orphaned(220, 1150));
+  EXPECT_EQ(orphan.build_id, ninja.build_id) << "joins the killed run";
+  EXPECT_FALSE(orphan.tool);
+}
+
 TEST(BuildSequence, AnOrphanOfAKilledNinjaJoinsTheRunItStartedIn)
 {
   Tree tree;
