@@ -30,11 +30,14 @@ struct Reachable
 
 // The logs a walk from $1 reaches: the start, its installed copies, and
 // (when $2, `follow_consumers`) consumers' products, whether by a consumed
-// event or as a manifest's user; as one array. The manifest of an entry is
+// event or as a manifest's user; as one array, kept on the server as the
+// transaction's setting `fingerprint.reach` for k_reached_rows (so that
+// the two go in one round trip). The manifest of an entry is
 // looked up by its id row by row (the OFFSET 0 keeps the planner from
 // joining the whole table): a recursive term's rows are estimated at
 // hundreds, and a hash join then scanned every manifest at each step.
 constexpr const char* k_reach = R"sql(
+SELECT set_config('fingerprint.reach', (
 WITH RECURSIVE reach(log) AS (
     SELECT $1::text
   UNION
@@ -52,12 +55,8 @@ WITH RECURSIVE reach(log) AS (
         WHERE x.input = r.log AND $2::boolean
     ) AS n(next)
 )
-SELECT array_agg(log) FROM reach)sql";
-
-// k_reach's array kept in the transaction, for k_reached_rows_kept: the
-// two go in one round trip.
-constexpr const char* k_keep_reach_prefix = "SELECT set_config('fingerprint.reach', (";
-constexpr const char* k_keep_reach_suffix = ")::text, true)";
+SELECT array_agg(log) FROM reach
+)::text, true))sql";
 
 // Rows: (tag, key, id, position, a, b, c, d), ordered by the first four.
 //   'e' an event of a log reached: key = the log, a = its line
@@ -65,8 +64,9 @@ constexpr const char* k_keep_reach_suffix = ")::text, true)";
 //       manifest's id (the order manifests were stored in), a = the
 //       manifest's digest, b = role code, c = size, d = path (hex)
 //   'u' a user of such a manifest: key = the manifest, a = its line
-// Reached: $1, the array k_reach made. A statement of its own, so that the
-// planner knows how many logs there are: planned with the recursion, it
+// Reached: the array k_reach kept, in the setting named $1 (a parameter,
+// so that the statement is prepared as the others are). A statement of its
+// own, not planned with the recursion: planned with the recursion, it
 // guessed 10,000 entries where there were 98 and read every manifest
 // entry, manifest and event (1,000,000 relations: `consumers --transitive`
 // of a header took 1.86 s, now 50 ms).
@@ -75,10 +75,10 @@ WITH entries AS MATERIALIZED (
   SELECT x.input, x.manifest, x.position, m.digest, x.role, x.size, x.path
   FROM fingerprint_manifest_entries x
   CROSS JOIN LATERAL (SELECT digest FROM fingerprint_manifests WHERE id = x.manifest OFFSET 0) m
-  WHERE x.input = ANY($1::text[])
+  WHERE x.input = ANY(current_setting($1)::text[])
 )
 SELECT 'e', e.log, e.id, 0, e.line, NULL::text, NULL::text, NULL::text
-FROM fingerprint_events e WHERE e.log = ANY($1::text[]) AND e.logged
+FROM fingerprint_events e WHERE e.log = ANY(current_setting($1)::text[]) AND e.logged
 UNION ALL
 SELECT 'u', u.inputs, u.id, 0, u.line, NULL, NULL, NULL
 FROM (SELECT DISTINCT digest FROM entries) d
@@ -90,28 +90,16 @@ FROM entries x
 ORDER BY 1, 2, 3, 4)sql";
 
 // Both statements, in one snapshot: what the second reads is what the
-// first walked. One round trip: the walk's array stays on the server, a
-// setting of the transaction (set_config(..., true)) that the rows'
-// statement reads (current_setting, its name the one parameter, so that
-// the statement is prepared as the others are). Sending the array back
-// and forth took a second round trip a walk (`why` makes seven).
+// first walked. One round trip: the walk's array stays on the server
+// (k_reach); sending it back and forth took a second round trip a walk
+// (`why` makes seven).
 Expected<Result>
 reached_rows(const Session& session, const std::string& what, const DigestKey& start, bool follow_consumers)
 {
-  static const std::string keep_reach = std::string(k_keep_reach_prefix) + k_reach + k_keep_reach_suffix;
-  static const std::string rows_of_kept = [] {
-    std::string sql = k_reached_rows;
-    const std::string parameter = "$1::text[]";
-    const std::string kept = "current_setting($1)::text[]";
-    for (size_t at = sql.find(parameter); at != std::string::npos; at = sql.find(parameter, at + kept.size())) {
-      sql.replace(at, parameter.size(), kept);
-    }
-    return sql;
-  }();
   auto read = session.run_together(what,
                                    {{"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", {}},
-                                    {keep_reach.c_str(), {start.str(), follow_consumers ? "true" : "false"}},
-                                    {rows_of_kept.c_str(), {"fingerprint.reach"}},
+                                    {k_reach, {start.str(), follow_consumers ? "true" : "false"}},
+                                    {k_reached_rows, {"fingerprint.reach"}},
                                     {"COMMIT", {}}});
   if (!read) {
     return read.error();
