@@ -8,7 +8,7 @@
 //   fingerprint-launch RUNNER [RUNNER'S OPTIONS] launch OPTIONS -- COMMAND...
 //
 // It hands the call to the recorder serving RUNNER (runner/recorder.cpp: one
-// resident runner process that forks a warm copy of itself per call), runs
+// resident runner process that serves the calls in turn), runs
 // the command that recorder gives it as its own child, so the link keeps the
 // build tool's process group, descriptors and environment, and exits as
 // the recorder says. Where no recorder answers, it becomes RUNNER with the
@@ -40,11 +40,12 @@ sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f =
 
 constexpr long k_read = 0, k_write = 1, k_close = 3, k_mmap = 9, k_socket = 41, k_connect = 42, k_sendto = 44,
                k_sendmsg = 46, k_getsockopt = 55, k_fork = 57, k_execve = 59, k_exit_group = 231, k_wait4 = 61,
-               k_umask = 95, k_getuid = 102, k_openat = 257, k_newfstatat = 262;
+               k_umask = 95, k_getrusage = 98, k_getuid = 102, k_openat = 257, k_newfstatat = 262;
 constexpr long k_eintr = 4, k_enoent = 2, k_eacces = 13, k_enotdir = 20, k_enoexec = 8, k_enodev = 19, k_estale = 116,
                k_etimedout = 110, k_econnrefused = 111;
 constexpr long k_at_fdcwd = -100;
-constexpr long k_o_cloexec = 02000000, k_o_directory = 0200000, k_o_path = 010000000;
+constexpr long k_o_cloexec = 02000000, k_o_directory = 0200000, k_o_path = 010000000, k_o_wronly = 01, k_o_creat = 0100,
+               k_o_append = 02000;
 constexpr long k_af_unix = 1, k_sock_stream = 1, k_sock_cloexec = 02000000;
 constexpr long k_sol_socket = 1, k_so_peercred = 17, k_scm_rights = 1, k_msg_nosignal = 0x4000;
 
@@ -100,6 +101,21 @@ allocate(size_t size)
   return reinterpret_cast<void*>(address);
 }
 
+// `number` in decimal at line[n], as far as `size` - 2 allows.
+void
+put_number(char* line, size_t& n, size_t size, long number)
+{
+  char digits[24];
+  size_t d = 0;
+  do {
+    digits[d++] = static_cast<char>('0' + number % 10);
+    number /= 10;
+  } while (number > 0);
+  while (d > 0 && n + 2 < size) {
+    line[n++] = digits[--d];
+  }
+}
+
 // A message on standard error, in one write.
 void
 say(const char* a, const char* b = "", const char* c = "", long number = -1)
@@ -116,15 +132,7 @@ say(const char* a, const char* b = "", const char* c = "", long number = -1)
   add(b);
   add(c);
   if (number >= 0) {
-    char digits[24];
-    size_t d = 0;
-    do {
-      digits[d++] = static_cast<char>('0' + number % 10);
-      number /= 10;
-    } while (number > 0);
-    while (d > 0 && n + 2 < sizeof line) {
-      line[n++] = digits[--d];
-    }
+    put_number(line, n, sizeof line, number);
   }
   line[n++] = '\n';
   sys(k_write, 2, reinterpret_cast<long>(line), static_cast<long>(n));
@@ -202,6 +210,41 @@ find_variable(char** env, const char* name)
     }
   }
   return nullptr;
+}
+
+// $FINGERPRINT_CPU_LOG: this process's own CPU, "launcher USER SYSTEM" in
+// microseconds, appended as the runner and the recorder append theirs
+// (runner/main.cpp), so that a build's hooks are counted whole
+// (tests/bench/hooks_overhead.sh). Called before it exits or execs a tool;
+// not before it becomes the runner, whose line counts this process's CPU
+// from its start, the launcher's part included.
+void
+log_cpu(char** env)
+{
+  const char* path = find_variable(env, "FINGERPRINT_CPU_LOG");
+  if (path == nullptr || *path == '\0') {
+    return;
+  }
+  struct
+  {
+    int64_t user_seconds, user_micros, system_seconds, system_micros;
+    int64_t rest[14];
+  } usage{}; // struct rusage
+  if (sys(k_getrusage, 0 /* RUSAGE_SELF: without the link it waited for */, reinterpret_cast<long>(&usage)) != 0) {
+    return;
+  }
+  char line[64] = "launcher ";
+  size_t n = length(line);
+  put_number(line, n, sizeof line, static_cast<long>(usage.user_seconds * 1'000'000 + usage.user_micros));
+  line[n++] = ' ';
+  put_number(line, n, sizeof line, static_cast<long>(usage.system_seconds * 1'000'000 + usage.system_micros));
+  line[n++] = '\n';
+  const long fd =
+    sys(k_openat, k_at_fdcwd, reinterpret_cast<long>(path), k_o_wronly | k_o_creat | k_o_append | k_o_cloexec, 0644);
+  if (fd >= 0) {
+    sys(k_write, fd, reinterpret_cast<long>(line), static_cast<long>(n)); // one short append: a whole line
+    sys(k_close, fd);
+  }
 }
 
 // execve, and as execvp does for a file without a #! line or ELF header
@@ -578,12 +621,14 @@ launch(int argc, char** argv, char** env)
   sys(k_close, cwd);
   switch (reply.action) {
     case k_exit:
+      log_cpu(env);
       exit_with(reply.value);
     case k_fallback:
       sys(k_close, fd);
       become_runner(runner_argv, env, nullptr);
     case k_exec:
       sys(k_close, fd);
+      log_cpu(env);
       exec_or_die(command, env);
     default:
       break;
@@ -614,8 +659,10 @@ launch(int argc, char** argv, char** env)
     // The recorder went away with the link done: say so, and fail the step
     // only where it would have failed (the link's own status, --required).
     say("not fingerprinted: the recorder ended before it recorded this link (rebuild the target to record it)");
+    log_cpu(env);
     exit_with(status.status != 0 ? status.status : (required(argc, argv) ? 1 : 0));
   }
+  log_cpu(env);
   exit_with(reply.value);
 }
 

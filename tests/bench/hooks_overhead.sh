@@ -31,7 +31,8 @@
 # link ((hooked - plain) / links), the CPU the opt-in compile launcher adds
 # per compile ((launcher - hooked) / compiles), and the hooks' own CPU as the
 # runners report it ($FINGERPRINT_CPU_LOG: each runner's CPU from its fork
-# to its exit, without the tools it runs), per compile and per link: the
+# to its exit, without the tools it runs, and fingerprint-launch's and the
+# recorder's the same way), per compile and per link: the
 # steady figure, which the compilers' own variation does not blur. For
 # `generated`, then a second line
 # with the store's size after a clean build and after an unchanged rebuild
@@ -214,9 +215,10 @@ build() {
   awk -v served="$served" '{ printf "%.0f %.0f\n", $1 * 1000, ($2 + $3) * 1000 + served / 1000 }' "$work/time" \
     >>"$work/$tree.times"
   # The runners' own CPU by subcommand, in microseconds: "compile US launch US"
-  # (a link hook's, where it ran: the runner it started, or the recorder).
+  # (a link hook's, where it ran: fingerprint-launch, and the runner it
+  # became or the recorder that served it).
   if [[ -f $work/cpu.log ]]; then
-    awk '{ us[$1] += $2 + $3 } END { printf "%d %d\n", us["compile"], us["launch"] + us["recorder-launch"] + us["recorder"] }' \
+    awk '{ us[$1] += $2 + $3 } END { printf "%d %d\n", us["compile"], us["launcher"] + us["launch"] + us["recorder-launch"] + us["recorder"] }' \
       "$work/cpu.log" >>"$work/$tree.self"
   fi
 }

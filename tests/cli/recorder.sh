@@ -74,6 +74,7 @@ echo one >in.o
 launch_app -- cp in.o out
 expect_rc 0 "the first hook"
 expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/0" "the first hook ran the runner itself"
+expect_eq "$(log_count launcher)" 0 "a launcher become the runner logs no CPU of its own (the runner's line holds it)"
 run "$RUNNER" --store "$S" show out
 expect_rc 0 "the first hook recorded out"
 pid=$(recorder_pid)
@@ -85,6 +86,8 @@ echo two >in.o
 launch_app FINGERPRINT_BUILD_ID=served-7 -- cp in.o out
 expect_rc 0 "a served hook"
 expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/1" "the second hook was served by the recorder"
+expect_eq "$(log_count launcher)" 1 "a served hook's launcher logs its own CPU"
+expect_eq "$(grep -cE '^launcher [0-9]+ [0-9]+$' "$FINGERPRINT_CPU_LOG")" 1 "as \"launcher USER SYSTEM\" in microseconds"
 run "$RUNNER" --store "$S" show --json out
 expect_in out "\"$(digest_of out)\"" "the served hook recorded out's new bytes"
 expect_in out '"build": "served-7"' "with the build id of the launcher's environment"
@@ -130,6 +133,7 @@ archive_step() {
     --type STATIC_LIBRARY --record-after "$T/ranlib" -- "$@"
 }
 before=$(log_count recorder-launch)
+launchers=$(log_count launcher)
 archive_step sh -c 'echo archived >lib.a; echo step-ran'
 expect_rc 0 "an archive's ar step"
 expect_eq "$OUT" "step-ran" "the ar step ran"
@@ -140,6 +144,7 @@ expect_rc 0 "an archive's ranlib step"
 run "$RUNNER" --store "$S" show lib.a
 expect_rc 0 "the archive recorded after its last step"
 expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/$((before + 2))" "both steps served"
+expect_eq "$(log_count launcher)" "$((launchers + 2))" "and both launchers logged their CPU, the exec'd step's before its exec"
 
 # 6. The umask is the launcher's: a new store's files under umask 077.
 (umask 077 && echo four >in.o && S=$T/private launch_app -- cp in.o out)
