@@ -14,6 +14,8 @@
 // the recorder says. Where no recorder answers, it becomes RUNNER with the
 // same arguments (today's hook) and asks it to start one.
 
+#include <fingerprint/hook/archive_steps.hpp>
+
 #include "recorder_protocol.hpp"
 #include <stddef.h>
 #include <stdint.h>
@@ -38,14 +40,15 @@ sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f =
   return result;
 }
 
-constexpr long k_read = 0, k_write = 1, k_close = 3, k_mmap = 9, k_socket = 41, k_connect = 42, k_sendto = 44,
-               k_sendmsg = 46, k_getsockopt = 55, k_fork = 57, k_execve = 59, k_exit_group = 231, k_wait4 = 61,
-               k_umask = 95, k_getrusage = 98, k_getuid = 102, k_openat = 257, k_newfstatat = 262;
+constexpr long k_read = 0, k_write = 1, k_close = 3, k_mmap = 9, k_mkdir = 83, k_unlink = 87, k_socket = 41,
+               k_connect = 42, k_sendto = 44, k_sendmsg = 46, k_getsockopt = 55, k_fork = 57, k_execve = 59,
+               k_exit_group = 231, k_wait4 = 61, k_umask = 95, k_getrusage = 98, k_getuid = 102, k_openat = 257,
+               k_newfstatat = 262;
 constexpr long k_eintr = 4, k_enoent = 2, k_eacces = 13, k_enotdir = 20, k_enoexec = 8, k_enodev = 19, k_estale = 116,
                k_etimedout = 110, k_econnrefused = 111;
 constexpr long k_at_fdcwd = -100;
 constexpr long k_o_cloexec = 02000000, k_o_directory = 0200000, k_o_path = 010000000, k_o_wronly = 01, k_o_creat = 0100,
-               k_o_append = 02000;
+               k_o_append = 02000, k_o_nofollow = 0400000;
 constexpr long k_af_unix = 1, k_sock_stream = 1, k_sock_cloexec = 02000000;
 constexpr long k_sol_socket = 1, k_so_peercred = 17, k_scm_rights = 1, k_msg_nosignal = 0x4000;
 
@@ -563,12 +566,187 @@ required(int argc, char** argv)
   return false;
 }
 
+// ---- an archive's steps before its last ------------------------------------
+
+// The launch options an archive's steps need, and the command after `--`.
+struct LaunchOptions
+{
+  const char* target = nullptr;
+  const char* output = nullptr;
+  const char* build_dir = nullptr;
+  const char* type = nullptr;
+  const char* record_after = nullptr;
+  char** command = nullptr;
+};
+
+// `--name VALUE` and `--name=VALUE` after `launch` (the runner's own
+// options come before it), up to `--`.
+LaunchOptions
+launch_options(int argc, char** argv)
+{
+  LaunchOptions options;
+  struct
+  {
+    const char* name;
+    const char** value;
+  } wanted[] = {{"--target", &options.target},
+                {"--output", &options.output},
+                {"--build-dir", &options.build_dir},
+                {"--type", &options.type},
+                {"--record-after", &options.record_after}};
+  int i = 2;
+  while (i < argc && !same(argv[i], "launch")) {
+    ++i;
+  }
+  for (++i; i < argc; ++i) {
+    if (same(argv[i], "--")) {
+      options.command = argv[i + 1] != nullptr ? argv + i + 1 : nullptr;
+      break;
+    }
+    for (auto& option : wanted) {
+      const size_t n = length(option.name);
+      if (same(argv[i], option.name) && i + 1 < argc) {
+        *option.value = argv[++i];
+        break;
+      }
+      if (starts_with(argv[i], option.name) && argv[i][n] == '=') {
+        *option.value = argv[i] + n + 1;
+        break;
+      }
+    }
+  }
+  return options;
+}
+
+const char*
+base_name(const char* path)
+{
+  const char* base = path;
+  for (const char* p = path; *p != '\0'; ++p) {
+    if (*p == '/') {
+      base = p + 1;
+    }
+  }
+  return base;
+}
+
+// Whether the command runs `tool`, anywhere in it (it may sit behind
+// another launcher), as the runner's plan_launch decides the final step.
+bool
+runs(char** command, const char* tool)
+{
+  for (char** word = command; *word != nullptr; ++word) {
+    if (same(*word, tool) || ((*word)[0] != '-' && same(base_name(*word), base_name(tool)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A step of an archive before its last (rm, ar): nothing is recorded after
+// it, so no recorder is asked and no runner started. An archive's (not a
+// link's: --type) step that names members appends its command for the last
+// step, any other removes what an earlier build left
+// (hook/archive_steps.hpp, which the runner reads); then the step is exec'd.
+[[noreturn]] void
+archive_step(const LaunchOptions& options, char** env)
+{
+  const char* type = options.type != nullptr ? options.type : "EXECUTABLE";
+  if (!same(type, "EXECUTABLE") && !same(type, "SHARED_LIBRARY") && !same(type, "MODULE_LIBRARY")) {
+    using namespace fingerprint::hook;
+    const size_t dir_size = length(options.build_dir);
+    const size_t target_size = length(options.target);
+    char* path = static_cast<char*>(
+      allocate(dir_size + sizeof k_archive_steps_dir + target_size + 18 + sizeof k_archive_steps_suffix));
+    bool members = false;
+    size_t bytes = 1;
+    for (char** word = options.command; *word != nullptr; ++word) {
+      members = members || (word != options.command && names_archive_members(*word));
+      bytes += length(*word) + 1;
+    }
+    char* text = members ? static_cast<char*>(allocate(bytes)) : nullptr;
+    if (path == nullptr || (members && text == nullptr)) {
+      say("out of memory");
+      exit_with(127);
+    }
+    size_t n = 0;
+    auto add = [&](const char* part) {
+      while (*part != '\0') {
+        path[n++] = *part++;
+      }
+    };
+    add(options.build_dir);
+    const size_t dir_end = n;
+    add(k_archive_steps_dir);
+    const size_t deps_end = n - 1;
+    for (const char* p = options.target; *p != '\0'; ++p) {
+      path[n++] = *p == '/' ? '_' : *p;
+    }
+    path[n++] = '.';
+    const uint64_t hash = archive_steps_hash(options.output, length(options.output));
+    for (int shift = 60; shift >= 0; shift -= 4) {
+      path[n++] = "0123456789abcdef"[(hash >> shift) & 15];
+    }
+    add(k_archive_steps_suffix);
+    path[n] = '\0';
+    if (!members) {
+      sys(k_unlink, reinterpret_cast<long>(path)); // rm, before the archive is made again
+    } else {
+      size_t t = 0;
+      for (char** word = options.command; *word != nullptr; ++word) {
+        for (const char* p = *word; *p != '\0'; ++p) {
+          text[t++] = *p;
+        }
+        text[t++] = '\0';
+      }
+      text[t++] = '\0';
+      const long flags = k_o_wronly | k_o_creat | k_o_append | k_o_cloexec | k_o_nofollow;
+      long fd = sys(k_openat, k_at_fdcwd, reinterpret_cast<long>(path), flags, 0666);
+      if (fd == -k_enoent) {
+        // A new build tree: CMakeFiles/fingerprint/deps, each level made.
+        for (size_t at = dir_end + 1; at <= deps_end; ++at) {
+          if (path[at] == '/') {
+            path[at] = '\0';
+            sys(k_mkdir, reinterpret_cast<long>(path), 0777);
+            path[at] = '/';
+          }
+        }
+        fd = sys(k_openat, k_at_fdcwd, reinterpret_cast<long>(path), flags, 0666);
+      }
+      bool written = fd >= 0;
+      for (size_t done = 0; written && done < t;) {
+        const long w = sys(k_write, fd, reinterpret_cast<long>(text + done), static_cast<long>(t - done));
+        if (w == -k_eintr) {
+          continue;
+        }
+        written = w > 0;
+        done += written ? static_cast<size_t>(w) : 0;
+      }
+      if (fd >= 0) {
+        sys(k_close, fd);
+      }
+      if (!written) {
+        sys(k_unlink, reinterpret_cast<long>(path)); // half a list would pass for a whole one
+        say("cannot keep the archive's member list in ", path, " (what its objects' compiles read goes unrecorded)");
+      }
+    }
+  }
+  log_cpu(env);
+  exec_or_die(options.command, env);
+}
+
 [[noreturn]] void
 launch(int argc, char** argv, char** env)
 {
   if (argc < 3) {
     say("usage: fingerprint-launch RUNNER [options] launch OPTIONS -- COMMAND...");
     exit_with(2);
+  }
+  // An archive's steps before its last are the launcher's alone.
+  const LaunchOptions options = launch_options(argc, argv);
+  if (options.record_after != nullptr && options.command != nullptr && options.target != nullptr
+      && options.output != nullptr && options.build_dir != nullptr && !runs(options.command, options.record_after)) {
+    archive_step(options, env);
   }
   char** runner_argv = argv + 1;
   // $FINGERPRINT_RECORDER=off: this hook runs the runner, as without a recorder.

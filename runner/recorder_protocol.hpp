@@ -8,6 +8,8 @@
 // `bytes` bytes of NUL-terminated strings. Nothing here may need a C
 // library: the launcher includes it.
 
+#include <fingerprint/util/fnv1a.hpp>
+
 #include <stdint.h>
 
 namespace fingerprint::recorder {
@@ -67,15 +69,7 @@ constexpr char k_query_name_prefix[] = "fingerprint-queries-";
 constexpr char k_start_variable[] = "FINGERPRINT_RECORDER_START";
 
 // FNV-1a, 64 bits: the name's hash.
-inline uint64_t
-fnv1a(uint64_t hash, const void* data, uint64_t size)
-{
-  const unsigned char* bytes = static_cast<const unsigned char*>(data);
-  for (uint64_t i = 0; i < size; ++i) {
-    hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
-  }
-  return hash;
-}
-constexpr uint64_t k_fnv_basis = 0xcbf29ce484222325ULL;
+using util::fnv1a;
+using util::k_fnv_basis;
 
 } // namespace fingerprint::recorder

@@ -193,6 +193,8 @@ print("%.2f" % next(b["real_time"] for b in d["benchmarks"] if b["name"] == sys.
     "$(field "$line" wall_ratio)" "<=" 1.01
   row "  CPU the hooks add per link, (hooked - plain) / links, ms ($(field "$line" links) links)" \
     "$(field "$line" cpu_added_per_link_ms)" "<=" 1.0
+  row "  the same, links only: every link relinked, objects built ($(field "$line" links_rounds) alternated pairs), ms" \
+    "$(field "$line" links_cpu_added_per_link_ms)" "<=" 1.0
   row "  the hooks' own CPU per link, as they report it (launcher and recorder), ms" "$(field "$line" self_all_per_link_ms)" "<=" 1.0
   row "    of which compile hooks', per compile, ms ($(field "$line" compiles) compiles; none run by default)" \
     "$(field "$line" self_per_compile_ms)" "-" ""

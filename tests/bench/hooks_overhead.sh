@@ -344,6 +344,59 @@ for ((r = 0; r < runs; r++)); do
     "hooked $(tail -1 "$work/hooked.times" | cut -d' ' -f1), with the compile launcher $(tail -1 "$work/launcher.times" 2>/dev/null | cut -d' ' -f1)" \
     "${FINGERPRINT_BENCH_RUNNER_TREE:+, without the recorder $(tail -1 "$work/runner.times" 2>/dev/null | cut -d' ' -f1)}"
 done
+# Links only, the steadier figure. A clean build's CPU varies by more than
+# a millisecond a link from one build to the next (the compiles, some 40 s
+# of CPU, vary by a few percent), and the hooks' cost drowns in that. They
+# run at links only: with every object built, each tree's link outputs (the
+# edges of CMake's *_LINKER__ rules) are removed and linked again, plain
+# and hooked alternated, the hooked one into an empty store and digest
+# cache as in the clean build, so that each link's hook does what it does
+# there (its objects' compile-level inputs read and digested, every
+# manifest and log new). Their CPU (the build tool's children, the
+# recorder's as it logs it) differs only by the hooks.
+# FINGERPRINT_BENCH_LINK_ROUNDS (default 9; 0: none) pairs.
+link_rounds=${FINGERPRINT_BENCH_LINK_ROUNDS:-9}
+relink() {
+  local tree=$1 done
+  ninja -C "$work/$tree" -t targets all | awk -F': ' '$2 ~ /_LINKER__/ { print $1 }' >"$work/link-outputs"
+  (cd "$work/$tree" && xargs -r rm -f <"$work/link-outputs")
+  if [[ $tree != plain ]]; then
+    set_aside=$((${set_aside:-0} + 1))
+    mkdir -p "$work/set-aside"
+    [[ ! -e $store ]] || mv "$store" "$work/set-aside/store.$set_aside"
+    [[ ! -e $FINGERPRINT_CACHE_DIR ]] || mv "$FINGERPRINT_CACHE_DIR" "$work/set-aside/cache.$set_aside"
+  fi
+  sync
+  rm -f "$work/cpu.log"
+  FINGERPRINT_CPU_LOG=$work/cpu.log /usr/bin/time -f "%e %U %S" -o "$work/time" ninja -C "$work/$tree" -j"$jobs" \
+    >"$work/$tree.relink.log" 2>&1 || {
+    tail -20 "$work/$tree.relink.log" >&2
+    echo "error: the $tree relink failed" >&2
+    exit 1
+  }
+  wait_for_recorders
+  done=$(grep -c '^\[' "$work/$tree.relink.log" || true)
+  if ((done != links)); then
+    echo "error: the $tree relink ran $done edges, not the $links links" >&2
+    exit 1
+  fi
+  local served=0 self=0
+  if [[ -f $work/cpu.log ]]; then
+    served=$(awk '$1 == "recorder-launch" || $1 == "recorder" { us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log")
+    self=$(awk '{ us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log")
+  fi
+  awk -v served="$served" -v self="$self" '{ printf "%.1f %d\n", ($2 + $3) * 1000 + served / 1000, self }' "$work/time" \
+    >>"$work/$tree.links"
+}
+rm -f "$work"/*.links
+if [[ $project == generated ]] && ((link_rounds > 0)); then
+  for ((r = 0; r < link_rounds; r++)); do
+    if ((r % 2 == 0)); then relink plain; relink hooked; else relink hooked; relink plain; fi
+  done
+  say "links only, $link_rounds pairs: CPU ms plain $(cut -d' ' -f1 "$work/plain.links" | paste -sd/)," \
+    "hooked $(cut -d' ' -f1 "$work/hooked.links" | paste -sd/)"
+fi
+
 recorded=$("$fp" --store "$store" builds --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))')
 
 "$PY" - "$work" "$compiles" "$links" "$runs" "$recorded" <<'EOF'
@@ -360,6 +413,16 @@ self_of = lambda tree: [tuple(map(int, l.split())) for l in open(f"{work}/{tree}
 self_us = self_of("hooked")
 runner_us = self_of("runner")
 med = lambda xs: statistics.median(xs)
+def links_only():
+    if not os.path.exists(f"{work}/hooked.links"):
+        return ""
+    rows = {tree: [tuple(map(float, l.split())) for l in open(f"{work}/{tree}.links")] for tree in ("plain", "hooked")}
+    added = [(h[0] - p[0]) / links for h, p in zip(rows["hooked"], rows["plain"])]
+    return (f" links_rounds={len(added)} links_cpu_plain_ms={med(r[0] for r in rows['plain']):.0f}"
+            f" links_cpu_hooked_ms={med(r[0] for r in rows['hooked']):.0f}"
+            f" links_cpu_added_per_link_ms={med(added):.2f}"
+            f" links_cpu_added_all={'/'.join(f'{a:.2f}' for a in added)}"
+            f" links_self_per_link_ms={med(r[1] for r in rows['hooked']) / 1000 / links:.3f}")
 wall = {k: med([r[0] for r in v]) for k, v in t.items()}
 cpu = {k: med([r[1] for r in v]) for k, v in t.items()}
 pair = med([h[0] / p[0] for h, p in zip(t["hooked"], t["plain"])])
@@ -379,7 +442,8 @@ print(f"runs={runs} compiles={compiles} links={links} builds_recorded={recorded}
       f" cpu_runner_added_per_link_ms={(cpu['runner'] - cpu['plain']) / links if cpu['runner'] else float('nan'):.2f}"
       f" self_runner_per_link_ms={med([c + l for c, l in runner_us]) / 1000 / links:.3f}"
       f" wall_plain_all={'/'.join(str(r[0]) for r in t['plain'])}"
-      f" wall_hooked_all={'/'.join(str(r[0]) for r in t['hooked'])}")
+      f" wall_hooked_all={'/'.join(str(r[0]) for r in t['hooked'])}"
+      + links_only())
 EOF
 
 [[ $project == generated ]] || exit 0

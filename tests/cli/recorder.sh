@@ -121,8 +121,11 @@ REQUIRED=1 launch_app -- true
 expect_rc 1 "no output, --required: the step fails"
 expect_in err "FINGERPRINT_REQUIRED is ON" "and says why"
 
-# 5. An archive's steps: the ones before the last are exec'd by the launcher,
-# the last records (--record-after).
+# 5. An archive's steps: the ones before the last are the launcher's alone
+# (no recorder asked, no runner started): a step that names members (ar)
+# keeps its command for the last, one that names none (rm) removes what an
+# earlier build left, and the last (--record-after) records, taking the
+# objects from the kept commands and what their compiles read.
 cat >"$T/ranlib" <<'EOF'
 #!/bin/sh
 cp "$1" "$1.tmp" && mv "$1.tmp" "$1"
@@ -132,19 +135,37 @@ archive_step() {
   run "$LAUNCHER" "$RUNNER" launch --store "$S" --project p --target lib --output lib.a --build-dir bd \
     --type STATIC_LIBRARY --record-after "$T/ranlib" -- "$@"
 }
-before=$(log_count recorder-launch)
+kept_steps() { find bd/CMakeFiles/fingerprint/deps -name 'lib.*.ar-steps' 2>/dev/null | wc -l; }
+echo "struct member {};" >member.h
+member=bd/CMakeFiles/lib.dir/member.c.o
+mkdir -p "${member%/*}"
+echo "member object $RANDOM" >$member
+echo "${member#bd/}: $T/work/member.h" >$member.d # what "its compile" read, as Unix Makefiles keep it
+served=$(log_count recorder-launch)
+runners=$(log_count launch)
 launchers=$(log_count launcher)
-archive_step sh -c 'echo archived >lib.a; echo step-ran'
+archive_step sh -c 'cat "$1" >lib.a; echo step-ran' ar $member
 expect_rc 0 "an archive's ar step"
-expect_eq "$OUT" "step-ran" "the ar step ran"
+expect_eq "$OUT" "step-ran" "the ar step ran, its output passed through"
+expect_eq "$(kept_steps)" 1 "the ar step kept its command for the last step"
+archive_step sh -c 'rm -f lib.a'
+expect_rc 0 "an archive's rm step"
+expect_eq "$(kept_steps)" 0 "the rm step removed the kept commands of an earlier build"
+archive_step sh -c 'cat "$1" >lib.a' ar $member
 run "$RUNNER" --store "$S" show lib.a
-expect_rc 1 "nothing recorded after the ar step"
+expect_rc 1 "nothing recorded before the last step"
+expect_eq "$(log_count launch)/$(log_count recorder-launch)" "$runners/$served" \
+  "no step before the last asked the recorder or started the runner"
+expect_eq "$(log_count launcher)" "$((launchers + 3))" "each step's launcher logged its CPU before its exec"
 archive_step "$T/ranlib" lib.a
 expect_rc 0 "an archive's ranlib step"
+expect_eq "$(log_count recorder-launch)" "$((served + 1))" "the last step was served"
 run "$RUNNER" --store "$S" show lib.a
 expect_rc 0 "the archive recorded after its last step"
-expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/$((before + 2))" "both steps served"
-expect_eq "$(log_count launcher)" "$((launchers + 2))" "and both launchers logged their CPU, the exec'd step's before its exec"
+run "$RUNNER" --store "$S" consumers --json member.h
+expect_in out '"role": "compile"' "with what its member's compile read, from the ar step's kept command"
+expect_in out "\"$(digest_of lib.a)\"" "as an input of the archive"
+expect_eq "$(kept_steps)" 0 "and the kept commands taken"
 
 # 6. The umask is the launcher's: a new store's files under umask 077.
 (umask 077 && echo four >in.o && S=$T/private launch_app -- cp in.o out)

@@ -48,10 +48,9 @@ record_step(const Args& args,
   const std::string target = *args.value("target");
   const std::string absolute_output = absolute_path(*args.value("output"));
   const std::string absolute_build_dir = absolute_path(*args.value("build-dir"));
-  auto found = hook::collect_link_inputs(
-    plan.command, plan.depfile, absolute_output, absolute_build_dir, plan.links, [&](const std::string& warning) {
-      print_warning(context, target + ": " + warning);
-    });
+  auto warn = [&](const std::string& warning) { print_warning(context, target + ": " + warning); };
+  auto found =
+    hook::collect_link_inputs(plan.command, plan.depfile, absolute_output, absolute_build_dir, plan.links, warn);
   hook::TargetSettings settings;
   if (auto dir = args.value("args-dir")) {
     auto loaded = hook::load_target_settings(*dir, target, absolute_output);
@@ -61,8 +60,12 @@ record_step(const Args& args,
     settings = std::move(*loaded);
   }
   if (!plan.links) {
-    auto saved = hook::take_archive_objects(hook::archive_objects_path(absolute_build_dir, target, absolute_output));
-    found.objects.insert(found.objects.end(), saved.begin(), saved.end());
+    // The objects the steps before this one put in (ar).
+    const std::string steps = hook::archive_steps_path(absolute_build_dir, target, *args.value("output"));
+    for (const auto& step : hook::take_archive_steps(steps)) {
+      auto members = hook::collect_link_inputs(step, "", absolute_output, absolute_build_dir, false, warn);
+      found.objects.insert(found.objects.end(), members.objects.begin(), members.objects.end());
+    }
   }
   size_t unknown = 0;
   const auto compiled = hook::compile_inputs(found.objects, unknown, absolute_build_dir);
@@ -160,17 +163,13 @@ run(const Args& args, Context& context, Prepared& /*prepared*/)
   if (!plan->final_step) {
     // rm or ar of an archive: nothing to do after the command, so the
     // runner becomes it (one process fewer per step; the bookkeeping is
-    // done first). ar names the objects here only, for the ranlib step.
+    // done first): ar keeps its command for the ranlib step, rm removes
+    // what an earlier build kept (hook/archive_steps.hpp). fingerprint-launch
+    // does the same itself and starts no runner for these steps.
     if (!plan->links) {
-      const std::string output = absolute_path(*args.value("output"));
-      const std::string build_dir = absolute_path(*args.value("build-dir"));
-      auto found = hook::collect_link_inputs(plan->command, "", output, build_dir, false, [](const std::string&) {});
-      const std::string list = hook::archive_objects_path(build_dir, *args.value("target"), output);
-      if (found.objects.empty()) {
-        ::unlink(list.c_str()); // rm, before the archive is made again
-      } else {
-        hook::save_archive_objects(list, found.objects);
-      }
+      hook::keep_archive_step(
+        hook::archive_steps_path(absolute_path(*args.value("build-dir")), *args.value("target"), *args.value("output")),
+        plan->command);
     }
     std::fflush(nullptr);
     if (g_executor->exec(plan->command)) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fcntl.h>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -133,14 +134,18 @@ is_alive(long pid, unsigned long long start)
 
 // The kernel's boot id: a start time (clock ticks since boot) and a pid
 // name one process only within one boot.
-std::string
+// Read once: a process lives within one boot.
+const std::string&
 boot_id()
 {
-  const std::string id = read_proc_line("/proc/sys/kernel/random/boot_id");
-  const bool usable = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-';
-  });
-  return usable ? id : "-";
+  static const std::string id = [] {
+    const std::string read = read_proc_line("/proc/sys/kernel/random/boot_id");
+    const bool usable = !read.empty() && read.size() <= 64 && std::all_of(read.begin(), read.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-';
+    });
+    return usable ? read : std::string("-");
+  }();
+  return id;
 }
 
 // Where in `chain` the invocation is: the nearest ninja; else the outermost
@@ -454,6 +459,7 @@ step_sequence(std::string_view text,
       if (own_start > entry.seen + k_seen_slack) {
         entry.seen = own_start; // else the file stays as it is: see k_seen_slack
       }
+      step.seen = entry.seen;
       return render(entry.number);
     }
   }
@@ -488,6 +494,7 @@ step_sequence(std::string_view text,
   }
 
   ++sequence.number;
+  step.seen = own_start;
   const long session = tool.index >= 0 ? chain[static_cast<size_t>(tool.index)].session : -1;
   sequence.invocations.push_back(remembered(sequence.number, identity, session, own_start));
   if (sequence.invocations.size() > k_remembered) {
@@ -510,6 +517,18 @@ struct Claimed
 
 std::mutex g_claimed_mutex;
 std::optional<Claimed> g_claimed;
+
+// What the sequence file said for a build tool's run, by build tree and
+// run: a process that hooks many links of one run (the recorder) reads and
+// locks the file again only when the file would change (`seen` due, see
+// k_seen_slack). A run's number never changes once given.
+struct KnownRun
+{
+  std::string build_id;
+  unsigned long long seen = 0;
+};
+std::map<std::pair<std::string, std::string>, KnownRun> g_known_runs; // under g_claimed_mutex
+constexpr size_t k_known_runs = 64;
 
 } // namespace
 
@@ -568,6 +587,16 @@ build_id_from_invocation(const std::string& build_dir)
   if (g_claimed && g_claimed->build_dir == build_dir) {
     return g_claimed->build_id;
   }
+  const auto chain = read_chain();
+  const Tool tool = find_tool(chain);
+  if (is_build_tool(chain, tool)) {
+    const std::string identity = identity_of(chain, tool);
+    const auto known = g_known_runs.find({build_dir, identity});
+    if (known != g_known_runs.end() && chain[0].start <= known->second.seen + k_seen_slack) {
+      g_claimed = Claimed{build_dir, known->second.build_id, identity, true};
+      return known->second.build_id;
+    }
+  }
   const std::string path = build_dir + "/CMakeFiles/fingerprint/build-sequence";
   auto fd = open_locked(build_dir, "build-sequence", true);
   if (!fd) {
@@ -583,11 +612,17 @@ build_id_from_invocation(const std::string& build_dir)
     std::snprintf(tag, sizeof(tag), "%08x", static_cast<unsigned>(random()));
     return std::string(tag);
   };
-  const auto step = step_sequence(*text, read_chain(), boot_id(), is_alive, new_tag);
+  const auto step = step_sequence(*text, chain, boot_id(), is_alive, new_tag);
   if (!step.text.empty()) {
     if (auto ok = rewrite(fd->get(), path, step.text, text->size()); !ok) {
       return ok.error();
     }
+  }
+  if (step.tool) {
+    if (g_known_runs.size() >= k_known_runs) {
+      g_known_runs.clear();
+    }
+    g_known_runs[{build_dir, step.identity}] = KnownRun{step.build_id, step.seen};
   }
   g_claimed = Claimed{build_dir, step.build_id, step.identity, step.tool};
   return step.build_id;

@@ -108,6 +108,10 @@ struct SequenceStep
   // The identity is the run of a ninja or make above the process, not its
   // parent's (no build tool found) nor a killed run an orphan joined.
   bool tool = false;
+  // The invocation's `seen` as the file now has it (with `tool`): a hook
+  // that started no later than seen + k_seen_slack would leave the file as
+  // it is.
+  unsigned long long seen = 0;
 };
 
 // build_id_from_invocation's decision, without /proc and the file; exposed

@@ -1,9 +1,11 @@
 #include <fingerprint/digest/hasher.hpp>
+#include <fingerprint/hook/archive_steps.hpp>
 #include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/ninja_deps.hpp>
 #include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/fs.hpp>
+#include <fingerprint/util/text.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -425,55 +427,69 @@ collect_link_inputs(const std::vector<std::string>& command,
 }
 
 std::string
-archive_objects_path(const std::string& build_dir, const std::string& target, const std::string& output)
+archive_steps_path(const std::string& build_dir, const std::string& target, const std::string& output)
 {
-  // Ninja Multi-Config builds one target's configurations at once: the
-  // output tells them apart.
-  std::string depfile = depfile_path(build_dir, target);
-  depfile.erase(depfile.rfind('/') + 1);
   std::string safe = target;
   for (char& c : safe) {
     if (c == '/' || c == '\0') {
       c = '_';
     }
   }
-  return depfile + safe + "." + std::to_string(std::hash<std::string>{}(output)) + ".objects";
+  return build_dir + k_archive_steps_dir + safe + "." + util::hex64(archive_steps_hash(output.data(), output.size()))
+         + k_archive_steps_suffix;
 }
 
 void
-save_archive_objects(const std::string& path, const std::vector<std::string>& objects)
+keep_archive_step(const std::string& path, const std::vector<std::string>& command)
 {
-  // Appended: Unix Makefiles split a long archive into `ar qc` and then
-  // `ar q` steps, each naming its share of the objects.
+  const bool members = std::any_of(command.begin() + std::min<size_t>(command.size(), 1),
+                                   command.end(),
+                                   [](const std::string& word) { return names_archive_members(word.c_str()); });
+  if (!members) {
+    ::unlink(path.c_str()); // rm, before the archive is made again
+    return;
+  }
   std::string text;
-  for (const auto& object : objects) {
-    text += object;
+  for (const auto& word : command) {
+    text.append(word.c_str()); // a word ends at its first NUL byte, as exec would take it
     text += '\0';
   }
+  text += '\0';
+  std::error_code ignored;
+  fs::create_directories(path.substr(0, path.rfind('/')), ignored);
   util::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0666));
   if (!fd || !util::write_all(fd.get(), text)) {
     ::unlink(path.c_str()); // half a list would pass for a whole one
   }
 }
 
-std::vector<std::string>
-take_archive_objects(const std::string& path)
+std::vector<std::vector<std::string>>
+take_archive_steps(const std::string& path)
 {
-  std::vector<std::string> objects;
+  std::vector<std::vector<std::string>> steps;
   auto text = util::read_regular_file(path);
   ::unlink(path.c_str());
   if (!text) {
-    return objects;
+    return steps;
   }
+  std::vector<std::string> step;
   std::string_view rest = *text;
   while (!rest.empty()) {
-    const size_t end = std::min(rest.find('\0'), rest.size());
-    if (end > 0) {
-      objects.emplace_back(rest.substr(0, end));
+    const size_t end = rest.find('\0');
+    if (end == std::string_view::npos) {
+      break; // cut short: not a whole command
     }
-    rest.remove_prefix(std::min(end + 1, rest.size()));
+    if (end == 0) {
+      if (!step.empty()) {
+        steps.push_back(std::move(step));
+      }
+      step.clear();
+    } else {
+      step.emplace_back(rest.substr(0, end));
+    }
+    rest.remove_prefix(end + 1);
   }
-  return objects;
+  return steps;
 }
 
 std::string

@@ -46,14 +46,13 @@ LinkInputs collect_link_inputs(const std::vector<std::string>& command,
                                bool is_link,
                                const std::function<void(const std::string&)>& on_warning);
 
-// An archive is made by several commands (rm, ar, ranlib) and recorded
-// after the last, which names no objects: the ones that do (ar, and with
-// Unix Makefiles more `ar q` for a long list) add them to this private file
-// of the (target, output) pair, which the first (rm) empties, for the last
-// to take (read and remove).
-std::string archive_objects_path(const std::string& build_dir, const std::string& target, const std::string& output);
-void save_archive_objects(const std::string& path, const std::vector<std::string>& objects);
-std::vector<std::string> take_archive_objects(const std::string& path);
+// An archive's steps before its last (hook/archive_steps.hpp): where they
+// leave their commands; `keep_archive_step` appends a step that names
+// members, and removes the file for any other (rm); the last step takes
+// (reads and removes) the commands.
+std::string archive_steps_path(const std::string& build_dir, const std::string& target, const std::string& output);
+void keep_archive_step(const std::string& path, const std::vector<std::string>& command);
+std::vector<std::vector<std::string>> take_archive_steps(const std::string& path);
 
 // Where `fingerprint compile` keeps what the compile of `object` read:
 // "<object>.fpdeps", absolute paths separated by NUL bytes.

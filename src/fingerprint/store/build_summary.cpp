@@ -3,6 +3,7 @@
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/util/fd.hpp>
+#include <fingerprint/util/fnv1a.hpp>
 #include <fingerprint/util/fs.hpp>
 #include <fingerprint/util/text.hpp>
 
@@ -24,12 +25,7 @@ constexpr size_t k_fields = 12;
 uint64_t
 fnv1a(std::string_view text)
 {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
+  return util::fnv1a(util::k_fnv_basis, text.data(), text.size());
 }
 
 // A field as one space-free word, and back (layout::encode_component, which

@@ -109,6 +109,35 @@ TEST(Fs, NewDirectoriesInASetgidDirectoryKeepItsGroupAndSetgidBit)
   }
 }
 
+// A directory beneath a store's root is opened whole (one openat2) or a
+// component at a time; either way a symbolic link is refused, even one that
+// stays beneath the root, and a missing directory is no error. Fails when
+// the one-call path follows links (RESOLVE_BENEATH alone would take this
+// one), or opens another directory than the walk would.
+TEST(Fs, ADirectoryBeneathIsOpenedWithoutFollowingALink)
+{
+  TempDir dir;
+  std::filesystem::create_directories(dir / "objects/sha256/ab");
+  std::filesystem::create_directories(dir / "elsewhere");
+  std::filesystem::create_directory_symlink("../../elsewhere", dir / "objects/sha256/cd");
+  auto base = open_directory(dir.path(), false);
+  ASSERT_TRUE(base);
+  auto found = open_directory_beneath(base->get(), "objects/sha256/ab", false);
+  ASSERT_TRUE(found);
+  ASSERT_TRUE(found->valid());
+  struct stat opened
+  {};
+  ASSERT_EQ(::fstat(found->get(), &opened), 0);
+  EXPECT_EQ(opened.st_ino, stat_of(dir / "objects/sha256/ab").st_ino);
+  auto linked = open_directory_beneath(base->get(), "objects/sha256/cd", false);
+  ASSERT_FALSE(linked);
+  EXPECT_NE(linked.error().message.find("symbolic links are not followed"), std::string::npos)
+    << linked.error().message;
+  auto missing = open_directory_beneath(base->get(), "objects/sha256/ef", false);
+  ASSERT_TRUE(missing);
+  EXPECT_FALSE(missing->valid());
+}
+
 // A log rebuilt through a temporary file by a user with umask 022 keeps the
 // old log's group write bit (and group). Fails when the temporary file keeps
 // the mode the umask gave it.
