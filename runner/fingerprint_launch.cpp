@@ -12,7 +12,9 @@
 // the command that recorder gives it as its own child, so the link keeps the
 // build tool's process group, descriptors and environment, and exits as
 // the recorder says. Where no recorder answers, it becomes RUNNER with the
-// same arguments (today's hook) and asks it to start one.
+// same arguments (today's hook) and asks it to start one. An archive's
+// steps before its last (rm, ar) it does alone: it keeps what the last step
+// needs and execs them (hook/archive_steps.hpp).
 
 #include <fingerprint/hook/archive_steps.hpp>
 

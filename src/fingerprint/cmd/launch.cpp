@@ -49,8 +49,13 @@ record_step(const Args& args,
   const std::string absolute_output = absolute_path(*args.value("output"));
   const std::string absolute_build_dir = absolute_path(*args.value("build-dir"));
   auto warn = [&](const std::string& warning) { print_warning(context, target + ": " + warning); };
-  auto found =
-    hook::collect_link_inputs(plan.command, plan.depfile, absolute_output, absolute_build_dir, plan.links, warn);
+  // In a recorder, the links of one build tool run share what they digested.
+  std::shared_ptr<digest::BuildMemo> memo;
+  if (digest::BuildMemo::enabled()) {
+    memo = digest::BuildMemo::of(hook::build_tool_run(), plan.algorithm);
+  }
+  auto found = hook::collect_link_inputs(
+    plan.command, plan.depfile, absolute_output, absolute_build_dir, plan.links, warn, memo.get());
   hook::TargetSettings settings;
   if (auto dir = args.value("args-dir")) {
     auto loaded = hook::load_target_settings(*dir, target, absolute_output);
@@ -63,7 +68,7 @@ record_step(const Args& args,
     // The objects the steps before this one put in (ar).
     const std::string steps = hook::archive_steps_path(absolute_build_dir, target, *args.value("output"));
     for (const auto& step : hook::take_archive_steps(steps)) {
-      auto members = hook::collect_link_inputs(step, "", absolute_output, absolute_build_dir, false, warn);
+      auto members = hook::collect_link_inputs(step, "", absolute_output, absolute_build_dir, false, warn, memo.get());
       found.objects.insert(found.objects.end(), members.objects.begin(), members.objects.end());
     }
   }
@@ -116,10 +121,7 @@ record_step(const Args& args,
     request.build_id = *counted;
   }
   build_id = request.build_id;
-  // In a recorder, the links of one build tool run share what they digested.
-  if (digest::BuildMemo::enabled()) {
-    request.memo = digest::BuildMemo::of(hook::build_tool_run(), request.algorithm);
-  }
+  request.memo = memo;
   return hook::record(
     request,
     [&](const Error& error) { file_errors.push_back(error.message); },

@@ -102,6 +102,13 @@ BuildMemo::find(const std::string& path) const
   return found == m_files.end() ? std::nullopt : std::optional(found->second);
 }
 
+bool
+BuildMemo::contains(const std::string& path) const
+{
+  std::lock_guard lock(m_mutex);
+  return m_files.contains(path);
+}
+
 void
 BuildMemo::keep(const std::string& path, const FileDigest& digest)
 {

@@ -29,6 +29,7 @@ class BuildMemo
 {
 public:
   std::optional<FileDigest> find(const std::string& path) const;
+  bool contains(const std::string& path) const; // read as a regular file this run
   void keep(const std::string& path, const FileDigest& digest);
   size_t size() const;
 

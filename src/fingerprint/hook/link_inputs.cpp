@@ -1,3 +1,4 @@
+#include <fingerprint/digest/engine.hpp>
 #include <fingerprint/digest/hasher.hpp>
 #include <fingerprint/hook/archive_steps.hpp>
 #include <fingerprint/hook/build_id.hpp>
@@ -120,6 +121,22 @@ current_deps_log(const std::string& build_dir, std::string& physical_prefix)
     g_deps_logs.pop_back();
   }
   return g_deps_logs.front().log;
+}
+
+// physical_prefix_of(build_dir), as the tree's deps log was read with when
+// this process keeps it (a recorder: once, not a realpath() a link).
+std::string
+known_physical_prefix(const std::string& build_dir)
+{
+  {
+    std::lock_guard lock(g_deps_logs_mutex);
+    for (const KnownDepsLog& entry : g_deps_logs) {
+      if (entry.build_dir == build_dir && !entry.physical_prefix.empty()) {
+        return entry.physical_prefix;
+      }
+    }
+  }
+  return physical_prefix_of(build_dir);
 }
 
 bool
@@ -366,7 +383,8 @@ collect_link_inputs(const std::vector<std::string>& command,
                     const std::string& output,
                     const std::string& build_dir,
                     bool is_link,
-                    const std::function<void(const std::string&)>& on_warning)
+                    const std::function<void(const std::string&)>& on_warning,
+                    const digest::BuildMemo* memo)
 {
   std::vector<std::string> candidates;
   std::string text;
@@ -403,7 +421,7 @@ collect_link_inputs(const std::vector<std::string>& command,
   // absolute from the working directory are physical, a build tree reached
   // through a symbolic link is not.
   const std::string build_prefix = build_dir + "/";
-  std::string physical_prefix = physical_prefix_of(build_dir);
+  std::string physical_prefix = known_physical_prefix(build_dir);
   if (physical_prefix.empty()) {
     physical_prefix = build_prefix;
   }
@@ -417,7 +435,7 @@ collect_link_inputs(const std::vector<std::string>& command,
     std::string path = util::absolute_path(candidate);
     // Seen first: a linker's dependency file names libc.so or libgcc_s.so
     // several times, and a name once not a regular file stays skipped.
-    if (!seen.insert(path).second || !is_regular_file(path)) {
+    if (!seen.insert(path).second || !((memo != nullptr && memo->contains(path)) || is_regular_file(path))) {
       continue;
     }
     const bool in_tree = path.starts_with(build_prefix) || path.starts_with(physical_prefix);

@@ -7,6 +7,10 @@
 #include <string_view>
 #include <vector>
 
+namespace fingerprint::digest {
+class BuildMemo;
+}
+
 namespace fingerprint::hook {
 
 // A private path for the linker's dependency file of one link of one
@@ -38,13 +42,16 @@ struct LinkInputs
 // fatal, since a build must not fail for it: a dependency file that is not
 // a regular file or cannot be read is passed to `on_warning` and the link
 // line is read instead, and an input whose name holds a NUL byte (no file
-// has one) is passed to `on_warning` and skipped.
+// has one) is passed to `on_warning` and skipped. A file `memo` holds (the
+// build tool run's, in a recorder) was a regular file when this run first
+// read it, and is not looked at again (digest::BuildMemo).
 LinkInputs collect_link_inputs(const std::vector<std::string>& command,
                                const std::string& depfile,
                                const std::string& output,
                                const std::string& build_dir,
                                bool is_link,
-                               const std::function<void(const std::string&)>& on_warning);
+                               const std::function<void(const std::string&)>& on_warning,
+                               const digest::BuildMemo* memo = nullptr);
 
 // An archive's steps before its last (hook/archive_steps.hpp): where they
 // leave their commands; `keep_archive_step` appends a step that names
