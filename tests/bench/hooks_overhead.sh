@@ -195,7 +195,44 @@ ninja -C "$work/plain" -t commands >"$work/commands"
 compiles=$(grep -c -- ' -c ' "$work/commands" || true)
 links=$(($(wc -l <"$work/commands") - compiles))
 
-# build TREE: a clean build of TREE; appends "wall_ms cpu_ms" to TREE.times.
+# set_store_aside: the last hooked build's store and digest cache moved
+# aside (removed at the end), so that the next starts from empty ones.
+set_store_aside() {
+  set_aside=$((${set_aside:-0} + 1))
+  mkdir -p "$work/set-aside"
+  [[ ! -e $store ]] || mv "$store" "$work/set-aside/store.$set_aside"
+  [[ ! -e $FINGERPRINT_CACHE_DIR ]] || mv "$FINGERPRINT_CACHE_DIR" "$work/set-aside/cache.$set_aside"
+}
+
+# timed_ninja TREE LOG WHAT: ninja in TREE, its output in LOG; $work/time
+# gets "wall user system" in seconds, $work/cpu.log what the hooks logged.
+# The recorder (FINGERPRINT_RECORDER) is no descendant of ninja, so
+# /usr/bin/time misses the CPU of the links it served: it logs it, each
+# served link ("recorder-launch") and, as it ends, its own ("recorder"),
+# one idle second after the build, which is waited for.
+timed_ninja() {
+  local tree=$1 log=$2 what=$3
+  sync
+  rm -f "$work/cpu.log"
+  FINGERPRINT_CPU_LOG=$work/cpu.log /usr/bin/time -f "%e %U %S" -o "$work/time" ninja -C "$work/$tree" -j"$jobs" \
+    >"$log" 2>&1 || {
+    tail -20 "$log" >&2
+    echo "error: the $tree $what failed" >&2
+    exit 1
+  }
+  wait_for_recorders
+}
+
+# logged_us [LABEL...]: microseconds of CPU $work/cpu.log gives LABELs (every
+# line without one); 0 without a log.
+logged_us() {
+  [[ -f $work/cpu.log ]] || { echo 0; return; }
+  awk -v labels=" $* " 'NF > 0 && (labels == "  " || index(labels, " " $1 " ")) { us += $2 + $3 } END { printf "%d", us }' \
+    "$work/cpu.log"
+}
+
+# build TREE: a clean build of TREE; appends "wall_ms cpu_ms" to TREE.times,
+# the recorder's CPU added to the build's.
 build() {
   local tree=$1
   ninja -C "$work/$tree" -t clean >/dev/null
@@ -203,37 +240,17 @@ build() {
     if [[ ${FINGERPRINT_BENCH_REMOVE_STORE:-0} == 1 ]]; then
       rm -rf "$store" "$FINGERPRINT_CACHE_DIR"
     else
-      set_aside=$((${set_aside:-0} + 1))
-      mkdir -p "$work/set-aside"
-      [[ ! -e $store ]] || mv "$store" "$work/set-aside/store.$set_aside"
-      [[ ! -e $FINGERPRINT_CACHE_DIR ]] || mv "$FINGERPRINT_CACHE_DIR" "$work/set-aside/cache.$set_aside"
+      set_store_aside
     fi
   fi
-  sync
-  rm -f "$work/cpu.log"
-  FINGERPRINT_CPU_LOG=$work/cpu.log /usr/bin/time -f "%e %U %S" -o "$work/time" ninja -C "$work/$tree" -j"$jobs" \
-    >"$work/$tree.log" 2>&1 || {
-    tail -20 "$work/$tree.log" >&2
-    echo "error: the $tree build failed" >&2
-    exit 1
-  }
-  # The recorder (FINGERPRINT_RECORDER) is no descendant of ninja, so
-  # /usr/bin/time misses the CPU of the links it served: it logs it, each
-  # served link ("recorder-launch") and, as it ends, its own ("recorder").
-  # It ends one idle second after the build; its CPU is added to the build's.
-  wait_for_recorders
-  local served=0
-  if [[ -f $work/cpu.log ]]; then
-    served=$(awk '$1 == "recorder-launch" || $1 == "recorder" { us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log")
-  fi
-  awk -v served="$served" '{ printf "%.0f %.0f\n", $1 * 1000, ($2 + $3) * 1000 + served / 1000 }' "$work/time" \
-    >>"$work/$tree.times"
+  timed_ninja "$tree" "$work/$tree.log" build
+  awk -v served="$(logged_us recorder-launch recorder)" \
+    '{ printf "%.0f %.0f\n", $1 * 1000, ($2 + $3) * 1000 + served / 1000 }' "$work/time" >>"$work/$tree.times"
   # The runners' own CPU by subcommand, in microseconds: "compile US launch US"
   # (a link hook's, where it ran: fingerprint-launch, and the runner it
   # became or the recorder that served it).
   if [[ -f $work/cpu.log ]]; then
-    awk '{ us[$1] += $2 + $3 } END { printf "%d %d\n", us["compile"], us["launcher"] + us["launch"] + us["recorder-launch"] + us["recorder"] }' \
-      "$work/cpu.log" >>"$work/$tree.self"
+    echo "$(logged_us compile) $(logged_us launcher launch recorder-launch recorder)" >>"$work/$tree.self"
   fi
 }
 
@@ -293,7 +310,6 @@ sys.stdout.write("\0".join(words))' >"$work/hook.argv"
     (cd "$work/hooked" && xargs -0 -a "$work/hook.argv" perf stat --no-inherit -r "$repeat" -x, -e task-clock -- \
       2>&1 >/dev/null) | tail -1 | cut -d, -f1
   }
-  served_us() { awk '$1 == "recorder-launch" || $1 == "recorder" { us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log" 2>/dev/null || echo 0; }
   : >"$work/one.rows"
   for ((r = 0; r < rounds; r++)); do
     runner_ms=$(FINGERPRINT_RECORDER=off own_ms)
@@ -314,7 +330,7 @@ sys.stdout.write("\0".join(words))' >"$work/hook.argv"
       (unset FINGERPRINT_BUILD_ID && cd "$work" && FINGERPRINT_CPU_LOG=$work/cpu.log ninja -f one.ninja -j1 >/dev/null)
     fi
     wait_for_recorders
-    served_ms=$(awk -v b="$(served_us)" -v n="$repeat" 'BEGIN { printf "%.4f", b / 1000 / n }')
+    served_ms=$(awk -v b="$(logged_us recorder-launch recorder)" -v n="$repeat" 'BEGIN { printf "%.4f", b / 1000 / n }')
     echo "$launcher_ms $served_ms $runner_ms" >>"$work/one.rows"
     say "round $((r + 1))/$rounds: a hook's own CPU, ms: launcher $launcher_ms + recorder $served_ms; runner $runner_ms"
   done
@@ -360,33 +376,15 @@ relink() {
   local tree=$1 done
   ninja -C "$work/$tree" -t targets all | awk -F': ' '$2 ~ /_LINKER__/ { print $1 }' >"$work/link-outputs"
   (cd "$work/$tree" && xargs -r rm -f <"$work/link-outputs")
-  if [[ $tree != plain ]]; then
-    set_aside=$((${set_aside:-0} + 1))
-    mkdir -p "$work/set-aside"
-    [[ ! -e $store ]] || mv "$store" "$work/set-aside/store.$set_aside"
-    [[ ! -e $FINGERPRINT_CACHE_DIR ]] || mv "$FINGERPRINT_CACHE_DIR" "$work/set-aside/cache.$set_aside"
-  fi
-  sync
-  rm -f "$work/cpu.log"
-  FINGERPRINT_CPU_LOG=$work/cpu.log /usr/bin/time -f "%e %U %S" -o "$work/time" ninja -C "$work/$tree" -j"$jobs" \
-    >"$work/$tree.relink.log" 2>&1 || {
-    tail -20 "$work/$tree.relink.log" >&2
-    echo "error: the $tree relink failed" >&2
-    exit 1
-  }
-  wait_for_recorders
+  [[ $tree == plain ]] || set_store_aside
+  timed_ninja "$tree" "$work/$tree.relink.log" relink
   done=$(grep -c '^\[' "$work/$tree.relink.log" || true)
   if ((done != links)); then
     echo "error: the $tree relink ran $done edges, not the $links links" >&2
     exit 1
   fi
-  local served=0 self=0
-  if [[ -f $work/cpu.log ]]; then
-    served=$(awk '$1 == "recorder-launch" || $1 == "recorder" { us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log")
-    self=$(awk '{ us += $2 + $3 } END { printf "%d", us }' "$work/cpu.log")
-  fi
-  awk -v served="$served" -v self="$self" '{ printf "%.1f %d\n", ($2 + $3) * 1000 + served / 1000, self }' "$work/time" \
-    >>"$work/$tree.links"
+  awk -v served="$(logged_us recorder-launch recorder)" -v self="$(logged_us)" \
+    '{ printf "%.1f %d\n", ($2 + $3) * 1000 + served / 1000, self }' "$work/time" >>"$work/$tree.links"
 }
 rm -f "$work"/*.links
 if [[ $project == generated ]] && ((link_rounds > 0)); then

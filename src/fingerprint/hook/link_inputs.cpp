@@ -178,6 +178,19 @@ resolve_relative(std::vector<std::string>& paths, const std::string& base)
   }
 }
 
+// A target's name as one file name component.
+std::string
+safe_name(const std::string& target)
+{
+  std::string safe = target;
+  for (char& c : safe) {
+    if (c == '/' || c == '\0') {
+      c = '_';
+    }
+  }
+  return safe;
+}
+
 } // namespace
 
 std::string
@@ -186,14 +199,8 @@ depfile_path(const std::string& build_dir, const std::string& target)
   const std::string dir = build_dir + "/CMakeFiles/fingerprint/deps";
   std::error_code ignored;
   fs::create_directories(dir, ignored);
-  std::string safe = target;
-  for (char& c : safe) {
-    if (c == '/' || c == '\0') {
-      c = '_';
-    }
-  }
   // The hook's process, not this one: the recorder serves many links at once.
-  return dir + "/" + safe + "." + std::to_string(hook_process()) + ".d";
+  return dir + "/" + safe_name(target) + "." + std::to_string(hook_process()) + ".d";
 }
 
 namespace {
@@ -447,14 +454,8 @@ collect_link_inputs(const std::vector<std::string>& command,
 std::string
 archive_steps_path(const std::string& build_dir, const std::string& target, const std::string& output)
 {
-  std::string safe = target;
-  for (char& c : safe) {
-    if (c == '/' || c == '\0') {
-      c = '_';
-    }
-  }
-  return build_dir + k_archive_steps_dir + safe + "." + util::hex64(archive_steps_hash(output.data(), output.size()))
-         + k_archive_steps_suffix;
+  return build_dir + k_archive_steps_dir + safe_name(target) + "."
+         + util::hex64(archive_steps_hash(output.data(), output.size())) + k_archive_steps_suffix;
 }
 
 void
