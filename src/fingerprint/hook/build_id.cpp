@@ -587,14 +587,20 @@ build_id_from_invocation(const std::string& build_dir)
   if (g_claimed && g_claimed->build_dir == build_dir) {
     return g_claimed->build_id;
   }
-  const auto chain = read_chain();
-  const Tool tool = find_tool(chain);
-  if (is_build_tool(chain, tool)) {
-    const std::string identity = identity_of(chain, tool);
-    const auto known = g_known_runs.find({build_dir, identity});
-    if (known != g_known_runs.end() && chain[0].start <= known->second.seen + k_seen_slack) {
-      g_claimed = Claimed{build_dir, known->second.build_id, identity, true};
-      return known->second.build_id;
+  // Only a process that kept a run of this tree looks before the lock: the
+  // others read the process tree under it, as it is when the file is read.
+  const bool known_tree = std::any_of(
+    g_known_runs.begin(), g_known_runs.end(), [&](const auto& entry) { return entry.first.first == build_dir; });
+  if (known_tree) {
+    const auto chain = read_chain();
+    const Tool tool = find_tool(chain);
+    if (is_build_tool(chain, tool)) {
+      const std::string identity = identity_of(chain, tool);
+      const auto known = g_known_runs.find({build_dir, identity});
+      if (known != g_known_runs.end() && chain[0].start <= known->second.seen + k_seen_slack) {
+        g_claimed = Claimed{build_dir, known->second.build_id, identity, true};
+        return known->second.build_id;
+      }
     }
   }
   const std::string path = build_dir + "/CMakeFiles/fingerprint/build-sequence";
@@ -612,7 +618,7 @@ build_id_from_invocation(const std::string& build_dir)
     std::snprintf(tag, sizeof(tag), "%08x", static_cast<unsigned>(random()));
     return std::string(tag);
   };
-  const auto step = step_sequence(*text, chain, boot_id(), is_alive, new_tag);
+  const auto step = step_sequence(*text, read_chain(), boot_id(), is_alive, new_tag);
   if (!step.text.empty()) {
     if (auto ok = rewrite(fd->get(), path, step.text, text->size()); !ok) {
       return ok.error();
