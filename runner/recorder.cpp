@@ -54,6 +54,14 @@ micros(const timeval& t)
   return static_cast<long long>(t.tv_sec) * 1'000'000 + t.tv_usec;
 }
 
+// The variable set and not empty, in the environment the process has now.
+bool
+is_set(const char* name)
+{
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0';
+}
+
 // This process's CPU and that of the programs it waited for (git, for
 // provenance), user and system, in microseconds.
 void
@@ -138,6 +146,7 @@ struct Call
   long long system_us = 0;
   long long entered_user = 0;
   long long entered_system = 0;
+  bool counted = false; // the call logs its CPU ($FINGERPRINT_CPU_LOG)
 
   ~Call()
   {
@@ -208,8 +217,12 @@ private:
 void
 enter(Call& call)
 {
-  cpu_now(call.entered_user, call.entered_system);
   environ = call.env.data();
+  // Counted only for a call that logs it: eight getrusage a call otherwise.
+  call.counted = is_set("FINGERPRINT_CPU_LOG");
+  if (call.counted) {
+    cpu_now(call.entered_user, call.entered_system);
+  }
   (void)::fchdir(call.fds[3]); // received as a directory; checked when the call came
   for (int i = 0; i < 3; ++i) {
     ::dup2(call.fds[i], i);
@@ -233,11 +246,13 @@ leave(Call& call)
   }
   environ = g_own_environment;
   (void)::chdir("/");
-  long long user = 0;
-  long long system = 0;
-  cpu_now(user, system);
-  call.user_us += user - call.entered_user;
-  call.system_us += system - call.entered_system;
+  if (call.counted) {
+    long long user = 0;
+    long long system = 0;
+    cpu_now(user, system);
+    call.user_us += user - call.entered_user;
+    call.system_us += system - call.entered_system;
+  }
 }
 
 // Takes the request and its descriptors.
@@ -351,15 +366,18 @@ serve_call(int socket, long launcher, const Hooks& hooks)
   const bool die = std::getenv("FINGERPRINT_TEST_RECORDER_DIE") != nullptr;
   // Logged while the call's environment and directory are the process's,
   // as its own runner would log it; what follows falls to "recorder".
-  long long user = 0;
-  long long system = 0;
-  cpu_now(user, system);
-  const long long call_user = call.user_us + user - call.entered_user;
-  const long long call_system = call.system_us + system - call.entered_system;
-  const char* command = command_of(argc, call.argv.data());
-  const std::string label = std::string("recorder-") + (command != nullptr ? command : "-");
-  hooks.log_cpu(label.c_str(), call_user, call_system);
-  g_logged_us += call_user + call_system;
+  if (call.counted) {
+    long long user = 0;
+    long long system = 0;
+    cpu_now(user, system);
+    const long long call_user = call.user_us + user - call.entered_user;
+    const long long call_system = call.system_us + system - call.entered_system;
+    const char* command = command_of(argc, call.argv.data());
+    const std::string label = std::string("recorder-") + (command != nullptr ? command : "-");
+    hooks.log_cpu(label.c_str(), call_user, call_system);
+    g_logged_us += call_user + call_system;
+    call.counted = false; // what follows falls to "recorder"
+  }
   leave(call);
   turn.unlock();
   // The build tool waits for the end of the step's streams: this process

@@ -19,6 +19,7 @@ mkdir -p "$T/bin"
 cp "$FP" "$T/bin/fingerprint"
 RUNNER=$T/bin/fingerprint
 export FINGERPRINT_RECORDER_IDLE=30 FINGERPRINT_CPU_LOG=$T/cpu.log
+unset GLIBC_TUNABLES # the recorder's are checked below
 S=$T/store
 mkdir -p "$T/work/bd"
 cd "$T/work"
@@ -78,6 +79,12 @@ expect_eq "$(log_count launcher)" 0 "a launcher become the runner logs no CPU of
 run "$RUNNER" --store "$S" show out
 expect_rc 0 "the first hook recorded out"
 pid=$(recorder_pid)
+# tunables PID: the GLIBC_TUNABLES a process was started with (glibc splits
+# the copy /proc shows at each ':' as it reads it: one tunable is checked
+# here, more in unit.ResidentTunables).
+tunables() { tr '\0' '\n' <"/proc/$1/environ" | sed -n 's/^GLIBC_TUNABLES=//p'; }
+expect_eq "$(tunables "$pid")" "glibc.malloc.tcache_count=1024" \
+  "the recorder is started with a thread cache of 1,024 blocks a size (launch.cpp, set_resident_tunables)"
 expect_ne "$pid" "" "the first hook started a recorder"
 
 # 2. Served: the working directory (out and in.o are relative), the
@@ -291,10 +298,12 @@ expect_eq "$(log_count launch)/$(log_count recorder-launch)" "$((before + 1))/$s
 pid=$(recorder_pid)
 kill -9 "$pid"
 sleep 0.1
-expect_runner_records "a hook after the recorder was killed"
+expect_runner_records "a hook after the recorder was killed" GLIBC_TUNABLES=glibc.malloc.tcache_count=5
 new_pid=$(recorder_pid)
 expect_ne "$new_pid" "" "a new recorder listens"
 expect_ne "$new_pid" "$pid" "another process"
+expect_eq "$(tunables "$new_pid")" "glibc.malloc.tcache_count=5" \
+  "a thread cache's count the hook's environment sets is the recorder's"
 
 # 11. Abstract names are open to every user: the recorder serves no other
 # user, and a launcher talks to no other user's recorder.

@@ -59,6 +59,10 @@ void start_recorder(const std::string& name);
 // so by the runner: runner/query_client.hpp).
 void start_resident(const std::string& program, const char* argv0, const char* flag, const std::string& name);
 
+// Adds glibc.malloc.tcache_count=1024 to $GLIBC_TUNABLES unless it sets a
+// count already: for a resident process, set before its exec.
+void set_resident_tunables();
+
 // The command to run and what to read after it, from launch's options; an
 // error is a usage error.
 Expected<LaunchPlan> plan_launch(const Args& args);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -17,8 +18,10 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_set>
 
 namespace fingerprint::hook {
 
@@ -520,11 +523,14 @@ compile_record_path(const std::string& object)
 std::vector<std::string>
 compile_inputs(const std::vector<std::string>& objects, size_t& missing, const std::string& build_dir)
 {
-  std::vector<std::string> inputs;
-  std::set<std::string> seen;
+  // A link's objects name the same headers again and again (a hundred
+  // system headers each): the first of each is kept where it stays put,
+  // and the set holds views of them, not copies in nodes of a tree.
+  std::deque<std::string> kept;
+  std::unordered_set<std::string_view> seen;
   auto add = [&](std::string path) {
-    if (seen.insert(path).second) {
-      inputs.push_back(std::move(path));
+    if (!seen.contains(path)) {
+      seen.insert(kept.emplace_back(std::move(path)));
     }
   };
   // Read only when an object has neither of the other records.
@@ -602,7 +608,7 @@ compile_inputs(const std::vector<std::string>& objects, size_t& missing, const s
       add(util::absolute_path(path.starts_with('/') ? path : base + "/" + path));
     }
   }
-  return inputs;
+  return {std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end())};
 }
 
 Expected<TargetSettings>

@@ -191,7 +191,10 @@ encode(const Manifest& manifest)
     compressed.resize(compressed_size);
   }
 
-  std::string out(k_magic);
+  std::string out;
+  const size_t digest_bytes = manifest.entries.empty() ? 0 : manifest.entries.front().hex.size() / 2;
+  out.reserve(k_magic.size() + 64 + compressed.size() + manifest.entries.size() * digest_bytes);
+  out += k_magic;
   out += digest::algorithm_name(manifest.algorithm);
   out += ' ';
   out += std::to_string(manifest.entries.size());
