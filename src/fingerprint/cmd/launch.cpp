@@ -255,12 +255,12 @@ start_resident(const std::string& program, const char* argv0, const char* flag, 
     }
   }
   // A resident serves thousands of calls, each of which allocates and frees
-  // some ten thousand small blocks (paths, digests, events): with glibc's
-  // seven per size, most of them went through the bins, and every large
+  // some 2,500 small blocks (paths, digests, events): with glibc's seven
+  // cached per size, most of them went through the bins, and every large
   // request consolidated the fast ones. A thread cache of 1,024 a size keeps
-  // them (malloc and free in about a sixth fewer instructions a call,
-  // docs/ARCHITECTURE.md). Only read when a program starts: set for the
-  // one exec'd here, after what the user set.
+  // them (the recorder's CPU a call about a tenth lower, measured:
+  // docs/ARCHITECTURE.md, "Malloc's thread cache"). Only read when a program
+  // starts: set for the one exec'd here, after what the user set.
   set_resident_tunables();
   ::execl(program.c_str(), argv0, flag, name.c_str(), static_cast<char*>(nullptr));
   ::_exit(127);
