@@ -54,12 +54,13 @@ micros(const timeval& t)
   return static_cast<long long>(t.tv_sec) * 1'000'000 + t.tv_usec;
 }
 
-// The variable set and not empty, in the environment the process has now.
-bool
-is_set(const char* name)
+// $FINGERPRINT_CPU_LOG in the environment the process has now, or null
+// when it is unset or empty: then no CPU is counted, nor logged.
+const char*
+cpu_log_path()
 {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0';
+  const char* path = std::getenv("FINGERPRINT_CPU_LOG");
+  return path != nullptr && *path != '\0' ? path : nullptr;
 }
 
 // This process's CPU and that of the programs it waited for (git, for
@@ -219,7 +220,7 @@ enter(Call& call)
 {
   environ = call.env.data();
   // Counted only for a call that logs it: eight getrusage a call otherwise.
-  call.counted = is_set("FINGERPRINT_CPU_LOG");
+  call.counted = cpu_log_path() != nullptr;
   if (call.counted) {
     cpu_now(call.entered_user, call.entered_system);
   }
@@ -521,8 +522,8 @@ command_of(int argc, char* const* argv)
 void
 write_cpu_line(const char* label, long long user_us, long long system_us)
 {
-  const char* path = std::getenv("FINGERPRINT_CPU_LOG");
-  if (path == nullptr || *path == '\0') {
+  const char* path = cpu_log_path();
+  if (path == nullptr) {
     return;
   }
   char line[128];

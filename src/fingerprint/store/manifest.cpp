@@ -1,3 +1,4 @@
+#include <fingerprint/digest/algorithm.hpp>
 #include <fingerprint/digest/hasher.hpp>
 #include <fingerprint/store/manifest.hpp>
 #include <fingerprint/util/text.hpp>
@@ -191,9 +192,11 @@ encode(const Manifest& manifest)
     compressed.resize(compressed_size);
   }
 
+  // Reserved once: the header line (the algorithm's name and two numbers,
+  // under 64 bytes), the columns and a raw digest an entry.
   std::string out;
-  const size_t digest_bytes = manifest.entries.empty() ? 0 : manifest.entries.front().hex.size() / 2;
-  out.reserve(k_magic.size() + 64 + compressed.size() + manifest.entries.size() * digest_bytes);
+  out.reserve(k_magic.size() + 64 + compressed.size()
+              + manifest.entries.size() * digest::digest_size(manifest.algorithm));
   out += k_magic;
   out += digest::algorithm_name(manifest.algorithm);
   out += ' ';
