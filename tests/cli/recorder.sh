@@ -112,7 +112,10 @@ launch_app -- sh -c 'exit 3'
 expect_rc 3 "a command that fails: its status"
 launch_app -- sh -c 'kill -TERM $$'
 expect_rc 143 "a command killed by a signal: 128 + its number"
-expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/$((before + 2))" "both served"
+launch_app -- ./no-such-linker
+expect_rc 127 "a command that cannot be started: 127, as from a shell"
+expect_in err "cannot run ./no-such-linker: error 2" "the launcher's child says which and why, on its own stack"
+expect_eq "$(log_count launch)/$(log_count recorder-launch)" "1/$((before + 3))" "all three served"
 echo three >in.o
 launch_app -- sh -c 'read -r line; echo "$line" >out'  <<<"from-stdin"
 expect_rc 0 "a command that reads its standard input"
