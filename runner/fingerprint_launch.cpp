@@ -43,11 +43,10 @@ sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f =
 }
 
 constexpr long k_read = 0, k_write = 1, k_close = 3, k_mmap = 9, k_mkdir = 83, k_unlink = 87, k_socket = 41,
-               k_connect = 42, k_sendto = 44, k_sendmsg = 46, k_getsockopt = 55, k_clone = 56, k_execve = 59,
-               k_exit_group = 231, k_wait4 = 61, k_umask = 95, k_getrusage = 98, k_getuid = 102, k_openat = 257,
-               k_newfstatat = 262;
-constexpr long k_eintr = 4, k_enoent = 2, k_eacces = 13, k_enotdir = 20, k_enoexec = 8, k_enodev = 19, k_estale = 116,
-               k_etimedout = 110, k_econnrefused = 111;
+               k_connect = 42, k_sendto = 44, k_sendmsg = 46, k_getsockopt = 55, k_execve = 59, k_exit_group = 231,
+               k_wait4 = 61, k_umask = 95, k_getrusage = 98, k_getuid = 102, k_openat = 257, k_newfstatat = 262;
+constexpr long k_eintr = 4, k_enoent = 2, k_enomem = 12, k_eacces = 13, k_enotdir = 20, k_enoexec = 8, k_enodev = 19,
+               k_estale = 116, k_etimedout = 110, k_econnrefused = 111;
 constexpr long k_at_fdcwd = -100;
 constexpr long k_o_cloexec = 02000000, k_o_directory = 0200000, k_o_path = 010000000, k_o_wronly = 01, k_o_creat = 0100,
                k_o_append = 02000, k_o_nofollow = 0400000;
@@ -368,7 +367,7 @@ __asm__(".text\n"
         "  xor %edx, %edx\n"
         "  xor %r10d, %r10d\n"
         "  xor %r8d, %r8d\n"
-        "  mov $56, %eax\n"
+        "  mov $56, %eax\n" // clone
         "  syscall\n"
         "  test %rax, %rax\n"
         "  jnz 1f\n"
@@ -394,7 +393,7 @@ spawn(char** argv, char** env)
   constexpr size_t stack_size = 64 * 1024; // exec_searching's 4 KiB path and say()'s line, with room
   void* stack = allocate(stack_size);
   if (stack == nullptr) {
-    return -12; // ENOMEM
+    return -k_enomem;
   }
   SpawnRequest request{argv, env};
   constexpr long clone_vm = 0x100, clone_vfork = 0x4000, sigchld = 17;
