@@ -261,10 +261,11 @@ $<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${prod
       endif()
     endif()
     if(CMAKE_${lang}_ARCHIVE_FINISH AND CMAKE_RANLIB)
-      _fingerprint_quote(q_tool "${CMAKE_RANLIB}")
+      set(tool "${CMAKE_RANLIB}")
     else()
-      _fingerprint_quote(q_tool "${CMAKE_AR}")
+      set(tool "${CMAKE_AR}")
     endif()
+    _fingerprint_quote(q_tool "${tool}")
     string(APPEND launcher " --record-after ${q_tool}")
   elseif(drivers)
     string(APPEND launcher " --depfile-driver")
@@ -287,7 +288,39 @@ $<$<BOOL:${consumes}>:consumes=$<JOIN:${consumes},\nconsumes=>\n>$<$<BOOL:${prod
   else()
     string(APPEND launcher " --")
   endif()
+  if(type STREQUAL "STATIC_LIBRARY" AND NOT existing)
+    _fingerprint_archive_steps(launcher "${launcher}" "${tool}")
+  endif()
   set_property(TARGET "${target}" PROPERTY RULE_LAUNCH_LINK "${launcher}")
+endfunction()
+
+# An archive's rule is several commands (rm, ar, ranlib), and
+# RULE_LAUNCH_LINK prefixes each. With Ninja, whose commands run in
+# `/bin/sh -c`, the prefix is a shell function instead, so that only the
+# last step (`tool`) starts the launcher: a step before it runs as in a
+# plain build, and the shell keeps its words for the last (hook/
+# archive_steps.hpp's format, in the target's object directory) with
+# builtins alone: a step that names members (an object file, a response
+# file) appends its command, any other (the first, rm) empties the file.
+# One process start fewer for each of those steps (docs/ARCHITECTURE.md,
+# "An archive's steps in the build's own shell"). Makefiles run each
+# command of an archive without a shell (cmake_link_script): there the
+# launcher does it, as a project's own launcher needs it done inside ours.
+function(_fingerprint_archive_steps out launcher tool)
+  get_filename_component(tool_name "${tool}" NAME)
+  if(NOT CMAKE_GENERATOR MATCHES "Ninja" OR NOT tool_name MATCHES "^[A-Za-z0-9_.+-]+$")
+    set(${out} "${launcher}" PARENT_SCOPE)
+    return()
+  endif()
+  # $$ is Ninja's escape of the shell's $; <OBJECT_DIR> is CMake's
+  # placeholder, per configuration.
+  set(steps "<OBJECT_DIR>/fingerprint.ar-steps")
+  set(function [=[_fingerprint_step() { case $${1##*/} in @TOOL@) @LAUNCHER@ "$$@";; *) case " $$* " in *".o "*|*".obj "*|*" @"*) { printf '%s\0' "$$@" '' >>@STEPS@; } 2>/dev/null;; *) { printf '' >@STEPS@; } 2>/dev/null;; esac; "$$@";; esac; } && _fingerprint_step]=])
+  string(REGEX REPLACE " --$" " --archive-steps ${steps} --" launcher "${launcher}")
+  string(REPLACE "@TOOL@" "${tool_name}" function "${function}")
+  string(REPLACE "@STEPS@" "${steps}" function "${function}")
+  string(REPLACE "@LAUNCHER@" "${launcher}" function "${function}") # last: nothing in it is replaced
+  set(${out} "${function}" PARENT_SCOPE)
 endfunction()
 
 # `value` as a bracket argument (`[==[value]==]`), which CMake reads back

@@ -177,8 +177,32 @@ expect_in out '"role": "compile"' "with what its member's compile read, from the
 expect_in out "\"$(digest_of lib.a)\"" "as an input of the archive"
 expect_eq "$(kept_steps)" 0 "and the kept commands taken"
 
+# 5b. --archive-steps FILE: the steps before the last kept by the build's
+# own shell (the CMake module's function with Ninja) in the file it names,
+# taken from there by the last step and removed; a name that is not a file
+# of an archive's steps is refused (an error with --required) and left
+# alone.
+steps_file=bd/CMakeFiles/lib.dir/fingerprint.ar-steps
+printf '%s\0' ar qc lib.a "$member" '' >"$steps_file"
+echo "archive two $RANDOM" >lib.a
+run "$LAUNCHER" "$RUNNER" launch --store "$S" --project p --target lib --output lib.a --build-dir bd \
+  --type STATIC_LIBRARY --archive-steps "$steps_file" --record-after "$T/ranlib" -- "$T/ranlib" lib.a
+expect_rc 0 "an archive's last step with --archive-steps"
+run "$RUNNER" --store "$S" consumers --json member.h
+expect_in out "\"$(digest_of lib.a)\"" "the member's compile inputs taken from the file --archive-steps names"
+expect_no_file "$steps_file" "which the last step removed"
+echo "not a step" >bd/keep.txt
+echo "archive three $RANDOM" >lib.a
+run "$LAUNCHER" "$RUNNER" launch --store "$S" --project p --target lib --output lib.a --build-dir bd \
+  --type STATIC_LIBRARY --archive-steps bd/keep.txt --record-after "$T/ranlib" --required -- "$T/ranlib" lib.a
+expect_rc 1 "a wrong --archive-steps fails the step with --required"
+expect_in err "not a file of an archive's steps" "it is refused, and said"
+expect_file bd/keep.txt "the file it named is left alone"
+
 # 6. The umask is the launcher's: a new store's files under umask 077.
-(umask 077 && echo four >in.o && S=$T/private launch_app -- cp in.o out)
+# (run's status from the subshell: its RC is the subshell's own.)
+RC=0
+(umask 077 && echo four >in.o && S=$T/private launch_app -- cp in.o out && exit "$RC") || RC=$?
 expect_rc 0 "a hook under umask 077"
 expect_eq "$(find "$T/private" -type f -perm /077 | head -3)" "" "the store it made is private, as the launcher's umask asks"
 

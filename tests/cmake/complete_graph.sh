@@ -183,6 +183,17 @@ query "$T/link.json" consumers --json "$hdr_hpp"
 expect_json "$T/link.json" '("mid", "compile") in [(e["target"], e["role"]) for e in d if e["build_dir"] == "'"$T/link/mid"'"]' \
   "a build tree behind a symbolic link records its compile inputs"
 
+# With Ninja an archive's steps before its last (rm, ar) run in the build's
+# own shell, not through fingerprint-launch: libmid.a's three steps start
+# one launcher, which logs one line. (The clean build above took the same
+# way: the checks of the header-only library's consumers are the shell's
+# kept ar step reaching the archive's record.)
+rm -f "$T/mid/libmid.a"
+FINGERPRINT_CPU_LOG=$T/mid-cpu.log run ninja -C "$T/mid" libmid.a
+expect_rc 0 "libmid.a relinked"
+expect_eq "$(grep -c '^launcher ' "$T/mid-cpu.log" || true)" 1 "one launcher start for the archive's three steps"
+expect_no_file "$T/mid/CMakeFiles/mid.dir/fingerprint.ar-steps" "the kept ar step is taken by the last step"
+
 run "$FP" fsck
 expect_rc 0 "fsck finds the store healthy"
 

@@ -43,4 +43,24 @@ for generator in "Ninja:n" "Unix Makefiles:m"; do
     "${generator%:*}: with its build tree's name exact (\$HOME and \$\$ not expanded)"
 done
 
+# A static library in a subdirectory with a space, into the store named
+# with special characters: with Ninja its rule is a shell function (only
+# the last step starts the launcher), and the object directory it keeps the
+# ar step in ("sub dir/CMakeFiles/s.dir") is one word to the shell and to
+# the launcher, so the archive records what its member's compile read.
+mkdir -p "$T/sp/sub dir"
+printf 'cmake_minimum_required(VERSION 3.25)\nproject(sp CXX)\nadd_subdirectory("sub dir")\n' >"$T/sp/CMakeLists.txt"
+printf 'add_library(s STATIC s.cpp)\n' >"$T/sp/sub dir/CMakeLists.txt"
+printf 'int s() { return 1; }\n' >"$T/sp/sub dir/s.cpp"
+for generator in "Ninja:n" "Unix Makefiles:m"; do
+  b4="$T/b4 ${generator#*:}"
+  GENERATOR="${generator%:*}" configure "$T/sp" "$b4" -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$MODULE" \
+    -DFINGERPRINT_DIR="$store"
+  build "$b4"
+  expect_not_in both "not fingerprinted" "${generator%:*}: the archive in a directory with a space is recorded"
+  run "$FP" --store "$store" why "$b4/sub dir/libs.a" "$T/sp/sub dir/s.cpp"
+  expect_rc 0 "${generator%:*}: the archive depends on its member's source"
+  expect_in out "as a compile input" "${generator%:*}: taken from the member's compile"
+done
+
 finish

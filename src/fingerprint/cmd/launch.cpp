@@ -2,6 +2,7 @@
 #include <fingerprint/cmd/common.hpp>
 #include <fingerprint/cmd/launch.hpp>
 #include <fingerprint/digest/engine.hpp>
+#include <fingerprint/hook/archive_steps.hpp>
 #include <fingerprint/hook/build_id.hpp>
 #include <fingerprint/hook/link_inputs.hpp>
 #include <fingerprint/hook/recorder.hpp>
@@ -31,6 +32,10 @@ constexpr OptionSpec k_options[] = {
   {"type", OptionKind::value, "TYPE", "EXECUTABLE, STATIC_LIBRARY, SHARED_LIBRARY or MODULE_LIBRARY"},
   {"build-dir", OptionKind::value, "D", "the build tree (its build ids are counted there); required"},
   {"record-after", OptionKind::value, "TOOL", "record only after the command run by TOOL (ranlib for archives)"},
+  {"archive-steps",
+   OptionKind::value,
+   "FILE",
+   "where an archive's earlier steps kept their commands (else its own file)"},
   {"depfile-driver", OptionKind::values, "CC", "compiler drivers that accept -Wl,--dependency-file="},
   {"args-dir", OptionKind::value, "DIR", "per-target settings written by the CMake module at generate time"},
   {"required", OptionKind::flag, {}, "fail the build step when recording fails (else warn)"},
@@ -67,7 +72,16 @@ record_step(const Args& args,
   }
   if (!plan.links) {
     // The objects the steps before this one put in (ar).
-    const std::string steps = hook::archive_steps_path(absolute_build_dir, target, *args.value("output"));
+    // Kept by the build's shell (the CMake module's function with Ninja) in
+    // the file it names, else by fingerprint-launch in the pair's own.
+    // It is removed once read, so nothing but such a file is taken.
+    const auto named = args.value("archive-steps");
+    if (named && !named->ends_with(hook::k_archive_steps_suffix)) {
+      return Error{"--archive-steps " + *named + ": not a file of an archive's steps (*" + hook::k_archive_steps_suffix
+                   + ")"};
+    }
+    const std::string steps =
+      named ? absolute_path(*named) : hook::archive_steps_path(absolute_build_dir, target, *args.value("output"));
     for (const auto& step : hook::take_archive_steps(steps)) {
       auto members = hook::collect_link_inputs(step, "", absolute_output, absolute_build_dir, false, warn, memo.get());
       found.objects.insert(found.objects.end(), members.objects.begin(), members.objects.end());
