@@ -127,6 +127,9 @@ public:
   // copy there while the index still has the copy's stamp.
   Expected<void> for_each_build(const std::string& project, const BuildVisitor& each) const override;
   Expected<std::optional<std::string>> read_index_pack() const;
+  // The pack the queries use: mapped where the file can be, else read; a
+  // null pointer when there is none or it is unusable (fsck says why).
+  std::shared_ptr<const IndexPack> load_index_pack() const;
   // Writes it anew from every build index and manifest (gc, fsck --repair).
   Expected<bool> refresh_index_pack() const override;
   // fsck's part: a damaged pack, or a copy whose file (with the copy's

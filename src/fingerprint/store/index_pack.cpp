@@ -3,13 +3,17 @@
 #include <fingerprint/store/layout.hpp>
 #include <fingerprint/store/log_io.hpp>
 #include <fingerprint/store/manifest.hpp>
+#include <fingerprint/util/fd.hpp>
 #include <fingerprint/util/text.hpp>
 
 #include <charconv>
 #include <cstring>
 #include <deque>
+#include <fcntl.h>
 #include <set>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 namespace fingerprint::store {
 
@@ -77,6 +81,37 @@ IndexPack::parse(std::string text)
   auto pack = std::make_shared<IndexPack>();
   pack->m_text = std::move(text);
   const std::string_view all = pack->m_text;
+  return parse_all(std::move(pack), all);
+}
+
+// Mapped, not read: at a million artifacts the pack is about 110 MB, and
+// reading it into a string (zeroed by its resize, then copied from the page
+// cache, a page fault a page) was a fifth of `graph`'s time.
+Expected<std::shared_ptr<const IndexPack>>
+IndexPack::map(int fd, size_t size, bool& mapped)
+{
+  mapped = false;
+  void* bytes = size == 0 ? MAP_FAILED : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (bytes == MAP_FAILED) {
+    return std::shared_ptr<const IndexPack>();
+  }
+  mapped = true;
+  auto pack = std::make_shared<IndexPack>();
+  pack->m_mapping = bytes;
+  pack->m_mapping_size = size;
+  return parse_all(std::move(pack), std::string_view(static_cast<const char*>(bytes), size));
+}
+
+IndexPack::~IndexPack()
+{
+  if (m_mapping != nullptr) {
+    ::munmap(m_mapping, m_mapping_size);
+  }
+}
+
+Expected<std::shared_ptr<const IndexPack>>
+IndexPack::parse_all(std::shared_ptr<IndexPack> pack, std::string_view all)
+{
   if (!all.starts_with(k_magic)) {
     return Error{"not an index pack (its first line is not \"" + std::string(k_magic.substr(0, k_magic.size() - 1))
                  + "\")"};
@@ -169,6 +204,30 @@ DirectoryStore::read_index_pack() const
   return read_whole(std::string(k_index_pack_file));
 }
 
+std::shared_ptr<const IndexPack>
+DirectoryStore::load_index_pack() const
+{
+  if (!m_root_fd) {
+    return nullptr;
+  }
+  auto fd = detail::open_below(m_root_fd.get(), std::string(k_index_pack_file), O_RDONLY | O_NONBLOCK, false);
+  struct stat st
+  {};
+  if (!fd || !fd->valid() || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return nullptr;
+  }
+  bool mapped = false;
+  auto pack = IndexPack::map(fd->get(), static_cast<size_t>(st.st_size), mapped);
+  if (!mapped) {
+    auto bytes = util::read_all(fd->get());
+    if (!bytes) {
+      return nullptr;
+    }
+    pack = IndexPack::parse(std::move(*bytes));
+  }
+  return pack ? *pack : nullptr;
+}
+
 const IndexPack*
 DirectoryStore::index_pack() const
 {
@@ -176,11 +235,7 @@ DirectoryStore::index_pack() const
     m_pack_tried = true;
     // Absent or unusable: answered from the files, as without one (fsck
     // says what is wrong with it).
-    if (auto text = read_index_pack(); text && *text) {
-      if (auto pack = IndexPack::parse(std::move(**text))) {
-        m_pack = std::move(*pack);
-      }
-    }
+    m_pack = load_index_pack();
   }
   return m_pack.get();
 }

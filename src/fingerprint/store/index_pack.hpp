@@ -49,6 +49,17 @@ class IndexPack
 public:
   // Parses the file's text; an error says what is wrong with it.
   static Expected<std::shared_ptr<const IndexPack>> parse(std::string text);
+  // The same from the open file `fd` of `size` bytes, mapped read-only
+  // rather than copied. A pack is only ever replaced by a rename, never
+  // rewritten in place (gc and fsck --repair write a temporary file and
+  // rename it), so the mapped file keeps its bytes while mapped. `mapped`
+  // is false when the file cannot be mapped (the caller reads it instead).
+  static Expected<std::shared_ptr<const IndexPack>> map(int fd, size_t size, bool& mapped);
+
+  IndexPack() = default;
+  IndexPack(const IndexPack&) = delete;
+  IndexPack& operator=(const IndexPack&) = delete;
+  ~IndexPack();
 
   const PackedBuild* build(const BuildRef& ref) const;
   std::optional<std::string_view> manifest(const DigestKey& key) const;
@@ -65,7 +76,11 @@ public:
   }
 
 private:
-  std::string m_text;
+  static Expected<std::shared_ptr<const IndexPack>> parse_all(std::shared_ptr<IndexPack> pack, std::string_view all);
+
+  std::string m_text;        // the bytes read, or
+  void* m_mapping = nullptr; // the bytes mapped
+  size_t m_mapping_size = 0;
   std::vector<PackedBuild> m_builds;
   std::vector<PackedManifest> m_manifests;
   std::unordered_map<std::string, size_t> m_build_at;    // project '\0' build -> m_builds
