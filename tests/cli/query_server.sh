@@ -70,10 +70,11 @@ export FINGERPRINT_CPU_LOG=$T/cpu.log
 served() { # the calls of command $1 the server has logged (0 before its first)
   if [[ -e $T/cpu.log ]]; then grep -c "^recorder-$1 " "$T/cpu.log" || true; else echo 0; fi
 }
-# An age ("5 s ago") may tick between the two runs of a command: its number
-# is left out of the comparison, and the padding of a table's columns that
-# its width moves (9 s against 10 s), its unit and every word kept.
-ages() { sed -E 's/[0-9]+ (s|min|h|days) ago/N \1 ago/g; s/ +/ /g' "$1"; }
+# An age may tick between the two runs of a command ("just now" against
+# "5 s ago", "59 s ago" against "1 min ago"): it is left out of the
+# comparison, as is the padding of a table's columns that its width moves;
+# every other word is kept.
+ages() { sed -E 's/(just now|[0-9]+ (s|min|h|days) ago)/AGE/g; s/ +/ /g' "$1"; }
 alike() { # WHAT DIR ARGS...: the same rc, stdout and stderr both ways
   local what=$1 dir=$2 command=
   shift 2
